@@ -1,0 +1,142 @@
+/**
+ * The host <-> worker protocol: one discriminated union per direction, every
+ * message versioned and validated with zod on both sides. Every message about
+ * an execution carries its `executionId` and the `fence` of the claim, and the
+ * host drops any message that does not match a live claim.
+ */
+import { z } from 'zod';
+import { CheckSchema, CustomEngineSchema } from './spec.js';
+
+/** The protocol version. A worker refuses a dispatch of another version. */
+export const IPC_VERSION = 1;
+
+const v = z.literal(IPC_VERSION);
+const executionId = z.string().min(1);
+const fence = z.number().int().min(0);
+const env = z.record(z.string(), z.string());
+
+// ---------------------------------------------------------------- tasks
+
+/** Run a program (argv, never a shell string); the output is its stdout. */
+export const CommandTaskSchema = z.strictObject({
+  kind: z.literal('command'),
+  cmd: z.string().min(1),
+  args: z.array(z.string()),
+  cwd: z.string(),
+  env: env.optional(),
+});
+
+/** One agent turn through an engine; the output is the final text. */
+export const AgentTaskSchema = z.strictObject({
+  kind: z.literal('agent'),
+  engine: z.enum(['claude', 'codex', 'gemini', 'custom']),
+  prompt: z.string(),
+  cwd: z.string(),
+  model: z.string().optional(),
+  /** With engine `custom`: the CLI, its env secrets included (they exist only in memory and in this message). */
+  customEngine: CustomEngineSchema.optional(),
+  /** The engine session name: `<runId>-<nodeId>-a<n>`. */
+  session: z.string(),
+});
+
+/** Run a contract's checks and digest the working tree. */
+export const VerifyTaskSchema = z.strictObject({
+  kind: z.literal('verify'),
+  cwd: z.string(),
+  checks: z.array(CheckSchema),
+});
+
+/** Digest the working tree only. */
+export const DigestTaskSchema = z.strictObject({ kind: z.literal('digest'), cwd: z.string() });
+
+export const TaskSchema = z.discriminatedUnion('kind', [CommandTaskSchema, AgentTaskSchema, VerifyTaskSchema, DigestTaskSchema]);
+export type Task = z.infer<typeof TaskSchema>;
+export type TaskOf<K extends Task['kind']> = Extract<Task, { kind: K }>;
+
+// ---------------------------------------------------------------- results
+
+/** One check's result inside a verify result. */
+export const CheckResultSchema = z.strictObject({
+  id: z.string(),
+  type: z.enum(['command', 'file']),
+  required: z.boolean(),
+  passed: z.boolean(),
+  durationMs: z.number().min(0),
+  detail: z.string(),
+  command: z.array(z.string()).optional(),
+  exitCode: z.number().int().nullable().optional(),
+  timedOut: z.boolean().optional(),
+  /** The last lines of the check's output (at most 64 KiB). */
+  outputTail: z.string().optional(),
+});
+export type CheckResult = z.infer<typeof CheckResultSchema>;
+
+export const VerifyDataSchema = z.strictObject({
+  passed: z.boolean(),
+  results: z.array(CheckResultSchema),
+  digest: z.string().nullable(),
+  head: z.string().nullable(),
+});
+export type VerifyData = z.infer<typeof VerifyDataSchema>;
+
+export const ExecutionUsageSchema = z.strictObject({
+  cpuMs: z.number().min(0),
+  tokensIn: z.number().min(0).default(0),
+  tokensOut: z.number().min(0).default(0),
+  costUsd: z.number().min(0).default(0),
+});
+export type ExecutionUsage = z.infer<typeof ExecutionUsageSchema>;
+
+export const ResultSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('ok'),
+    output: z.string(),
+    usage: ExecutionUsageSchema,
+    verify: VerifyDataSchema.optional(),
+    digest: z.string().nullable().optional(),
+  }),
+  z.strictObject({
+    type: z.literal('error'),
+    code: z.string(),
+    message: z.string(),
+    output: z.string().optional(),
+    usage: ExecutionUsageSchema.optional(),
+    verify: VerifyDataSchema.optional(),
+    detail: z.record(z.string(), z.unknown()).optional(),
+  }),
+]);
+export type ExecutionResult = z.infer<typeof ResultSchema>;
+
+// ---------------------------------------------------------------- host -> worker
+
+export const HostMessageSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    v,
+    type: z.literal('dispatch'),
+    executionId,
+    fence,
+    /** How often the worker heartbeats while executing. */
+    heartbeatMs: z.number().int().min(10),
+    task: TaskSchema,
+  }),
+  z.strictObject({ v, type: z.literal('cancel'), executionId, fence, reason: z.enum(['cancelled', 'timeout', 'shutdown']) }),
+  z.strictObject({ v, type: z.literal('shutdown') }),
+]);
+export type HostMessage = z.infer<typeof HostMessageSchema>;
+
+// ---------------------------------------------------------------- worker -> host
+
+export const WorkerMessageSchema = z.discriminatedUnion('type', [
+  z.strictObject({ v, type: z.literal('ready'), pid: z.number().int() }),
+  z.strictObject({ v, type: z.literal('heartbeat'), executionId, fence }),
+  z.strictObject({
+    v,
+    type: z.literal('progress'),
+    executionId,
+    fence,
+    stream: z.enum(['stdout', 'stderr', 'log']),
+    text: z.string().max(65_536),
+  }),
+  z.strictObject({ v, type: z.literal('result'), executionId, fence, result: ResultSchema }),
+]);
+export type WorkerMessage = z.infer<typeof WorkerMessageSchema>;

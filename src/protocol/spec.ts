@@ -1,0 +1,408 @@
+/**
+ * The workflow spec: schemas, the types inferred from them, and validation.
+ *
+ * The format is the one of the durable run kernel runwarden descends from
+ * (`name`, `cwd`, `maxNodeVisits`, `contract`, `nodes[]` with the kinds
+ * `command`, `agent`, `fanout`, `verifier`, `human_gate`, `router`, `subflow`),
+ * accepted as written. Unknown fields are rejected with their path.
+ */
+import { z } from 'zod';
+import { ConditionSchema, MAX_CONDITION_DEPTH, conditionDepth, conditionNodeRefs } from './conditions.js';
+import { SpecError, type ValidationIssue } from './errors.js';
+import { NODE_ID } from './ids.js';
+
+/** The default bound on visits of any one node. */
+export const DEFAULT_MAX_NODE_VISITS = 50;
+/** The default `timeoutMs` of a command check: 10 minutes. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 600_000;
+/** The longest timeout accepted anywhere: 7 days. */
+export const MAX_TIMEOUT_MS = 7 * 24 * 3_600_000;
+
+const nonEmpty = z.string().min(1, 'must not be empty');
+const nodeId = z
+  .string()
+  .regex(NODE_ID, "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter, digit or '_' and not ending with '.'")
+  .refine((s) => !s.includes('..'), "must not contain '..'");
+const durationMs = z.number().int('must be an integer number of milliseconds').min(1, 'must be at least 1 ms').max(MAX_TIMEOUT_MS, 'must be at most 7 days');
+const envMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name'), z.string());
+/** A path relative to the run's cwd that stays inside it. */
+const relativePath = nonEmpty.refine(
+  (p) => !p.startsWith('/') && !/^[A-Za-z]:[\\/]/.test(p) && !p.split(/[\\/]/).includes('..'),
+  'must be a relative path inside the run cwd (no leading / and no ..)',
+);
+
+// ---------------------------------------------------------------- contracts
+
+/** A contract check that runs a program (argv, never a shell string). */
+export const CommandCheckSchema = z.strictObject({
+  type: z.literal('command'),
+  id: nodeId.optional(),
+  cmd: nonEmpty,
+  args: z.array(z.string()).default([]),
+  cwd: z.string().optional(),
+  env: envMap.optional(),
+  /** @default 0 */
+  expectExit: z.number().int().min(0).max(255).default(0),
+  /** @default 600000 (10 minutes) */
+  timeoutMs: durationMs.default(DEFAULT_CHECK_TIMEOUT_MS),
+  /** @default true */
+  required: z.boolean().default(true),
+});
+
+/** A contract check on a file inside the run cwd: exists (or not), optionally matching a regex. */
+export const FileCheckSchema = z.strictObject({
+  type: z.literal('file'),
+  id: nodeId.optional(),
+  path: relativePath,
+  /** @default true */
+  exists: z.boolean().default(true),
+  matches: z
+    .string()
+    .max(1000, 'must be at most 1000 characters')
+    .refine((s) => {
+      try {
+        new RegExp(s);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be a valid regular expression')
+    .optional(),
+  /** @default true */
+  required: z.boolean().default(true),
+});
+
+export const CheckSchema = z.discriminatedUnion('type', [CommandCheckSchema, FileCheckSchema], {
+  error: (issue) => (issue.code === 'invalid_union' ? "unknown check type; expected 'command' or 'file'" : undefined),
+});
+
+/** An acceptance contract: checks the runtime runs itself. */
+export const ContractSchema = z.strictObject({
+  id: z.string().min(1).max(200).optional(),
+  checks: z.array(CheckSchema).min(1, 'a contract needs at least one check'),
+});
+
+// ---------------------------------------------------------------- nodes
+
+const engineName = z.enum(['claude', 'codex', 'gemini', 'custom']);
+
+/** A custom agent CLI. `args` may contain `{prompt}`, `{cwd}` and `{model}`. `env` is a secret. */
+export const CustomEngineSchema = z.strictObject({
+  bin: nonEmpty,
+  args: z.array(z.string()).default([]),
+  env: envMap.optional(),
+  /** How the prompt reaches the CLI. @default 'arg' */
+  promptVia: z.enum(['arg', 'stdin']).default('arg'),
+});
+
+const retry = z.strictObject({
+  max: z.number().int('must be an integer').min(0, 'must be at least 0').max(100, 'must be at most 100'),
+  /** Base delay before a retry; doubles per retry, capped at 5 minutes. @default 1000 */
+  backoffMs: z.number().int().min(0).max(3_600_000).default(1000),
+});
+
+const base = {
+  id: nodeId,
+  next: z.string().optional(),
+  retry: retry.optional(),
+  timeoutMs: durationMs.optional(),
+  onFailure: z.enum(['fail', 'continue']).optional(),
+  maxRequeues: z.number().int().min(0).max(100).optional(),
+};
+
+export const CommandNodeSchema = z.strictObject({
+  ...base,
+  kind: z.literal('command'),
+  cmd: nonEmpty,
+  args: z.array(z.string()).default([]),
+  cwd: z.string().optional(),
+  env: envMap.optional(),
+});
+
+const agentFields = {
+  engine: engineName.default('claude'),
+  model: z.string().min(1).optional(),
+  customEngine: CustomEngineSchema.optional(),
+  permissionMode: z.string().min(1).optional(),
+  effort: z.string().min(1).optional(),
+};
+
+export const AgentNodeSchema = z.strictObject({
+  ...base,
+  kind: z.literal('agent'),
+  prompt: nonEmpty,
+  cwd: z.string().optional(),
+  ...agentFields,
+});
+
+export const FanoutMemberSchema = z.strictObject({
+  name: nodeId,
+  prompt: nonEmpty.optional(),
+  persona: z.string().optional(),
+  ...agentFields,
+});
+
+export const FanoutNodeSchema = z.strictObject({
+  ...base,
+  kind: z.literal('fanout'),
+  prompt: nonEmpty,
+  cwd: z.string().optional(),
+  agents: z.array(FanoutMemberSchema).min(1, 'a fan-out needs at least one agent'),
+  /** Run one more turn that merges the members' outputs. @default false */
+  synthesize: z.boolean().default(false),
+  /** The agent that synthesizes; defaults to the first member. */
+  synthesizer: z.strictObject({ engine: engineName.default('claude'), model: z.string().optional(), customEngine: CustomEngineSchema.optional() }).optional(),
+});
+
+export const VerifierNodeSchema = z.strictObject({
+  ...base,
+  kind: z.literal('verifier'),
+  contract: z.union([z.literal('run'), ContractSchema], { error: "expected 'run' or an inline contract {checks: [...]}" }),
+  cwd: z.string().optional(),
+});
+
+export const HumanGateNodeSchema = z.strictObject({
+  ...base,
+  kind: z.literal('human_gate'),
+  prompt: nonEmpty,
+});
+
+export const RouterNodeSchema = z.strictObject({
+  ...base,
+  kind: z.literal('router'),
+  routes: z.array(z.strictObject({ when: ConditionSchema, to: nonEmpty })).min(1, 'a router needs at least one route'),
+  default: z.string().optional(),
+});
+
+export const SubflowNodeSchema = z.strictObject({
+  ...base,
+  kind: z.literal('subflow'),
+  /** An inline spec, or the path of a spec file (resolved against the parent spec's directory). */
+  get workflow(): z.ZodUnion<[z.ZodString, typeof WorkflowSpecSchema]> {
+    return z.union([nonEmpty, WorkflowSpecSchema], { error: 'expected an inline workflow spec or the path of a spec file' });
+  },
+});
+
+const nodeKinds = ['command', 'agent', 'fanout', 'verifier', 'human_gate', 'router', 'subflow'] as const;
+
+export const NodeSchema = z.discriminatedUnion(
+  'kind',
+  [CommandNodeSchema, AgentNodeSchema, FanoutNodeSchema, VerifierNodeSchema, HumanGateNodeSchema, RouterNodeSchema, SubflowNodeSchema],
+  {
+    error: (issue) =>
+      issue.code === 'invalid_union'
+        ? `unknown node kind; expected one of ${nodeKinds.join(', ')}`
+        : issue.code === 'invalid_type'
+          ? 'expected a node object'
+          : undefined,
+  },
+);
+
+// ---------------------------------------------------------------- the spec
+
+export const WorkflowSpecSchema = z
+  .strictObject({
+    name: z.string().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    description: z.string().optional(),
+    cwd: z.string().min(1).optional(),
+    /** The bound on visits of any one node. @default 50 */
+    maxNodeVisits: z.number().int().min(1).max(100_000).default(DEFAULT_MAX_NODE_VISITS),
+    contract: ContractSchema.optional(),
+    get nodes(): z.ZodArray<typeof NodeSchema> {
+      return z.array(NodeSchema).min(1, 'a workflow needs at least one node');
+    },
+  })
+  .superRefine((spec, ctx) => {
+    for (const issue of crossReferenceIssues(spec)) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  });
+
+export type WorkflowSpec = z.infer<typeof WorkflowSpecSchema>;
+/** The spec as a user writes it, before defaults. */
+export type WorkflowSpecInput = z.input<typeof WorkflowSpecSchema>;
+export type WorkflowNode = z.infer<typeof NodeSchema>;
+export type NodeKind = WorkflowNode['kind'];
+export type Contract = z.infer<typeof ContractSchema>;
+export type Check = z.infer<typeof CheckSchema>;
+export type CustomEngine = z.infer<typeof CustomEngineSchema>;
+export type FanoutMember = z.infer<typeof FanoutMemberSchema>;
+export type NodeOf<K extends NodeKind> = Extract<WorkflowNode, { kind: K }>;
+
+/** Node kinds whose attempts run in a worker. */
+export const EXECUTING_KINDS: ReadonlySet<NodeKind> = new Set(['command', 'agent', 'fanout', 'verifier']);
+/** Node kinds that may change the workspace; a verdict older than one of these is re-checked at the end. */
+export const WORKSPACE_KINDS: ReadonlySet<NodeKind> = new Set(['command', 'agent', 'fanout', 'subflow']);
+
+/** Cross-field rules zod cannot express per field. Paths are zod-style arrays. */
+function crossReferenceIssues(spec: {
+  contract?: unknown;
+  nodes: ReadonlyArray<Record<string, unknown> & { id: string; kind: string }>;
+}): Array<{ path: Array<string | number>; message: string }> {
+  const issues: Array<{ path: Array<string | number>; message: string }> = [];
+  const index = new Map<string, number>();
+  spec.nodes.forEach((node, i) => {
+    const first = index.get(node.id);
+    if (first !== undefined) issues.push({ path: ['nodes', i, 'id'], message: `duplicate node id '${node.id}' (first used by nodes[${first}])` });
+    else index.set(node.id, i);
+  });
+  const refersTo = (target: unknown, path: Array<string | number>, what: string): void => {
+    if (typeof target === 'string' && !index.has(target)) {
+      issues.push({ path, message: `${what} '${target}' is not a node of this workflow (nodes: ${[...index.keys()].join(', ')})` });
+    }
+  };
+  spec.nodes.forEach((node, i) => {
+    refersTo(node.next, ['nodes', i, 'next'], 'next');
+    if (node.kind === 'router') {
+      const routes = node.routes as Array<{ when: z.infer<typeof ConditionSchema>; to: string }>;
+      routes.forEach((route, r) => {
+        refersTo(route.to, ['nodes', i, 'routes', r, 'to'], 'route target');
+        if (conditionDepth(route.when) > MAX_CONDITION_DEPTH) {
+          issues.push({ path: ['nodes', i, 'routes', r, 'when'], message: `conditions nest at most ${MAX_CONDITION_DEPTH} deep` });
+        }
+        for (const ref of conditionNodeRefs(route.when, 'when')) {
+          const path = ['nodes', i, 'routes', r, ...ref.path.split('.').flatMap(splitIndex)];
+          const target = index.get(ref.node);
+          if (target === undefined) refersTo(ref.node, path, 'condition node');
+          else if (ref.type === 'verified' && !['verifier', 'subflow'].includes(spec.nodes[target]!.kind)) {
+            issues.push({ path, message: `'verified' needs a verifier or subflow node; '${ref.node}' is a ${spec.nodes[target]!.kind}` });
+          }
+        }
+      });
+      refersTo(node.default, ['nodes', i, 'default'], 'default');
+    }
+    if (node.kind === 'verifier' && node.contract === 'run' && spec.contract === undefined) {
+      issues.push({ path: ['nodes', i, 'contract'], message: "'run' uses the workflow's contract, but the workflow has no top-level contract" });
+    }
+    if (node.kind === 'agent') agentIssues(node, ['nodes', i], issues);
+    if (node.kind === 'fanout') {
+      const members = node.agents as Array<Record<string, unknown> & { name: string }>;
+      const seen = new Set<string>();
+      members.forEach((member, m) => {
+        if (seen.has(member.name)) issues.push({ path: ['nodes', i, 'agents', m, 'name'], message: `duplicate fan-out member '${member.name}'` });
+        seen.add(member.name);
+        agentIssues(member, ['nodes', i, 'agents', m], issues);
+      });
+      if (node.synthesizer !== undefined) agentIssues(node.synthesizer as Record<string, unknown>, ['nodes', i, 'synthesizer'], issues);
+    }
+    const checks = node.kind === 'verifier' && typeof node.contract === 'object' ? (node.contract as { checks: Array<{ id?: string }> }).checks : undefined;
+    if (checks !== undefined) checkIdIssues(checks, ['nodes', i, 'contract', 'checks'], issues);
+  });
+  if (typeof spec.contract === 'object' && spec.contract !== null) {
+    checkIdIssues((spec.contract as { checks: Array<{ id?: string }> }).checks, ['contract', 'checks'], issues);
+  }
+  return issues;
+}
+
+function splitIndex(segment: string): Array<string | number> {
+  const m = /^(\w+)\[(\d+)\]$/.exec(segment);
+  return m ? [m[1]!, Number(m[2])] : [segment];
+}
+
+function agentIssues(agent: Record<string, unknown>, path: Array<string | number>, issues: Array<{ path: Array<string | number>; message: string }>): void {
+  if (agent.engine === 'custom' && agent.customEngine === undefined) {
+    issues.push({ path: [...path, 'customEngine'], message: "engine 'custom' needs a customEngine {bin, args}" });
+  }
+  if (agent.engine !== 'custom' && agent.customEngine !== undefined) {
+    issues.push({ path: [...path, 'customEngine'], message: `customEngine is only used with engine 'custom' (engine is '${String(agent.engine)}')` });
+  }
+}
+
+function checkIdIssues(checks: Array<{ id?: string }>, path: Array<string | number>, issues: Array<{ path: Array<string | number>; message: string }>): void {
+  const seen = new Set<string>();
+  checks.forEach((check, c) => {
+    if (check.id === undefined) return;
+    if (seen.has(check.id)) issues.push({ path: [...path, c, 'id'], message: `duplicate check id '${check.id}'` });
+    seen.add(check.id);
+  });
+}
+
+/** Format a zod path as `nodes[2].routes[0].to`. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}
+
+/** Convert zod issues to runwarden validation issues, expanding unknown keys into one issue each. */
+export function zodIssues(error: z.ZodError, prefix = ''): ValidationIssue[] {
+  const join = (p: string): string => (prefix === '' ? p : p === '' ? prefix : p.startsWith('[') ? `${prefix}${p}` : `${prefix}.${p}`);
+  return error.issues.flatMap((issue): ValidationIssue[] => {
+    const path = formatPath(issue.path);
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({ path: join(path === '' ? key : `${path}.${key}`), message: 'unknown field' }));
+    }
+    if (issue.code === 'invalid_union' && issue.errors.length > 0 && !('discriminator' in issue)) {
+      // A union of alternatives (e.g. subflow workflow: path | spec): report the deepest alternative's issues.
+      const nested = issue.errors
+        .map((alt) => alt.map((i) => ({ ...i, path: [...issue.path, ...i.path] })))
+        .sort((a, b) => Math.max(...b.map((i) => i.path.length)) - Math.max(...a.map((i) => i.path.length)))[0];
+      if (nested !== undefined && nested.some((i) => i.path.length > issue.path.length)) {
+        return zodIssues(new z.ZodError(nested as z.core.$ZodIssue[]), prefix);
+      }
+    }
+    return [{ path: join(path), message: issue.message }];
+  });
+}
+
+/**
+ * Validate a spec and apply defaults. Does not read files (subflow paths stay
+ * paths) and does not compile (see {@link compileSpec}).
+ * @throws {SpecError} `SPEC_INVALID` listing every problem with its field path.
+ */
+export function parseWorkflowSpec(input: unknown, what = 'workflow spec'): WorkflowSpec {
+  const result = WorkflowSpecSchema.safeParse(input);
+  if (!result.success) throw new SpecError(zodIssues(result.error), what);
+  return result.data;
+}
+
+/** The id given to the implicit final verifier. */
+export const IMPLICIT_VERIFIER_ID = '__verify';
+
+/**
+ * Compile a validated spec into the form a run executes and stores: an implicit
+ * final verifier is appended when the spec has a contract and no verifier uses
+ * `contract: 'run'`, and every check gets an id (`<type>-<index>` unless set).
+ * Pure and idempotent; nested inline subflows are compiled too.
+ */
+export function compileSpec(spec: WorkflowSpec): WorkflowSpec {
+  const nodes = spec.nodes.map((node): WorkflowNode => {
+    if (node.kind === 'verifier' && node.contract !== 'run') return { ...node, contract: withCheckIds(node.contract) };
+    if (node.kind === 'subflow' && typeof node.workflow === 'object') return { ...node, workflow: compileSpec(node.workflow) };
+    return node;
+  });
+  const contract = spec.contract === undefined ? undefined : withCheckIds(spec.contract);
+  if (contract !== undefined && !nodes.some((n) => n.kind === 'verifier' && n.contract === 'run')) {
+    let id = IMPLICIT_VERIFIER_ID;
+    for (let i = 2; nodes.some((n) => n.id === id); i++) id = `${IMPLICIT_VERIFIER_ID}_${i}`;
+    nodes.push({ id, kind: 'verifier', contract: 'run' });
+  }
+  return contract === undefined ? { ...spec, nodes } : { ...spec, contract, nodes };
+}
+
+function withCheckIds(contract: Contract): Contract {
+  const taken = new Set(contract.checks.map((c) => c.id).filter((id): id is string => id !== undefined));
+  const checks = contract.checks.map((check, i) => {
+    if (check.id !== undefined) return check;
+    let id = `${check.type}-${i + 1}`;
+    for (let n = 2; taken.has(id); n++) id = `${check.type}-${i + 1}-${n}`;
+    taken.add(id);
+    return { ...check, id };
+  });
+  return { ...contract, checks };
+}
+
+/** The node that follows `nodeId` when nothing routes elsewhere: its `next`, else the next in array order, else null (the end). */
+export function followingNode(spec: WorkflowSpec, nodeId: string): string | null {
+  const i = spec.nodes.findIndex((n) => n.id === nodeId);
+  const node = spec.nodes[i];
+  if (node === undefined) return null;
+  if (node.next !== undefined) return node.next;
+  return spec.nodes[i + 1]?.id ?? null;
+}
+
+/** Find a node by id. */
+export function findNode(spec: WorkflowSpec, nodeId: string): WorkflowNode | undefined {
+  return spec.nodes.find((n) => n.id === nodeId);
+}
