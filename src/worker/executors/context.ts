@@ -1,0 +1,11 @@
+/** What every executor receives besides its task. */
+export interface ExecutorContext {
+  /** Aborted when the host cancels the execution (cancel, timeout, shutdown). */
+  signal: AbortSignal;
+  /** Forward output to the host as `progress` messages (batched). */
+  progress(stream: 'stdout' | 'stderr' | 'log', text: string): void;
+  /** Time between SIGTERM and SIGKILL for programs the executor starts. */
+  killGraceMs: number;
+  /** How much output to keep per stream, in bytes. */
+  maxOutputBytes: number;
+}

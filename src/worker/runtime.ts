@@ -1,0 +1,140 @@
+/**
+ * The worker runtime: what runs inside a worker process. It says `ready`,
+ * then takes one `dispatch` at a time, heartbeats while it executes, streams
+ * `progress`, and answers with exactly one `result`. Every message from the
+ * host is validated; an invalid one is refused and reported on stderr.
+ *
+ * The worker leads its own process group, and every program it starts joins
+ * that group. When the host goes away (the IPC channel closes — the host
+ * exited or was killed) the worker kills its group, itself included, so no
+ * execution outlives the host that owned it.
+ */
+import { IPC_VERSION, HostMessageSchema, type ExecutionResult, type HostMessage, type Task, type WorkerMessage } from '../protocol/ipc.js';
+import { executeAgent } from './executors/agent.js';
+import { executeCommand } from './executors/command.js';
+import type { ExecutorContext } from './executors/context.js';
+import { workspaceDigest } from './executors/digest.js';
+import { executeVerify } from './executors/verify.js';
+import { ProgressBatcher } from './output-capture.js';
+
+export interface WorkerRuntimeOptions {
+  /** Time between SIGTERM and SIGKILL for programs the worker starts. @default 5000 */
+  killGraceMs?: number;
+  /** Output kept per stream of a program, in bytes. @default 1048576 */
+  maxOutputBytes?: number;
+}
+
+interface Current {
+  executionId: string;
+  fence: number;
+  controller: AbortController;
+}
+
+/** Run the worker loop on this process's IPC channel. */
+export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
+  const send = process.send?.bind(process);
+  if (send === undefined) {
+    process.stderr.write('runwarden worker: no IPC channel; workers are started by a runwarden host\n');
+    process.exit(2);
+  }
+  const killGraceMs = options.killGraceMs ?? 5000;
+  const maxOutputBytes = options.maxOutputBytes ?? 1_048_576;
+  let current: Current | undefined;
+
+  const post = (message: WorkerMessage): void => {
+    if (process.connected) send(message);
+  };
+
+  const killGroupAndExit = (): never => {
+    try {
+      process.kill(-process.pid, 'SIGKILL');
+    } catch {
+      // not a group leader: children were started in our group only if we lead it
+    }
+    process.exit(1);
+  };
+  process.on('disconnect', killGroupAndExit);
+
+  process.on('message', (raw: unknown) => {
+    const parsed = HostMessageSchema.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      process.stderr.write(`runwarden worker: IPC_INVALID message refused: ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}\n`);
+      return;
+    }
+    const message: HostMessage = parsed.data;
+    switch (message.type) {
+      case 'dispatch': {
+        if (current !== undefined) {
+          post({
+            v: IPC_VERSION,
+            type: 'result',
+            executionId: message.executionId,
+            fence: message.fence,
+            result: { type: 'error', code: 'EXECUTOR_FAILED', message: `worker ${process.pid} is busy with ${current.executionId}` },
+          });
+          return;
+        }
+        const running: Current = { executionId: message.executionId, fence: message.fence, controller: new AbortController() };
+        current = running;
+        void execute(message, running).finally(() => {
+          if (current === running) current = undefined;
+        });
+        return;
+      }
+      case 'cancel':
+        if (current?.executionId === message.executionId && current.fence === message.fence) current.controller.abort(message.reason);
+        return;
+      case 'shutdown':
+        current?.controller.abort('shutdown');
+        process.off('disconnect', killGroupAndExit);
+        process.disconnect();
+        setTimeout(() => process.exit(0), 50).unref();
+        return;
+    }
+  });
+
+  async function execute(message: Extract<HostMessage, { type: 'dispatch' }>, running: Current): Promise<void> {
+    const ids = { executionId: message.executionId, fence: message.fence };
+    const heartbeat = setInterval(() => post({ v: IPC_VERSION, type: 'heartbeat', ...ids }), message.heartbeatMs);
+    post({ v: IPC_VERSION, type: 'heartbeat', ...ids });
+    const batcher = new ProgressBatcher((stream, text) => post({ v: IPC_VERSION, type: 'progress', ...ids, stream, text: text.slice(-65_536) }));
+    const ctx: ExecutorContext = {
+      signal: running.controller.signal,
+      progress: (stream, text) => batcher.push(stream, text),
+      killGraceMs,
+      maxOutputBytes,
+    };
+    const cpuBefore = process.cpuUsage();
+    let result: ExecutionResult;
+    try {
+      result = await runTask(message.task, ctx);
+    } catch (err) {
+      result = { type: 'error', code: 'EXECUTOR_FAILED', message: err instanceof Error ? err.message : String(err) };
+    } finally {
+      clearInterval(heartbeat);
+      batcher.flush();
+    }
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuMs = (cpu.user + cpu.system) / 1000;
+    const usage = { tokensIn: 0, tokensOut: 0, costUsd: 0, ...result.usage, cpuMs: (result.usage?.cpuMs ?? 0) + cpuMs };
+    post({ v: IPC_VERSION, type: 'result', ...ids, result: { ...result, usage } });
+  }
+
+  post({ v: IPC_VERSION, type: 'ready', pid: process.pid });
+}
+
+async function runTask(task: Task, ctx: ExecutorContext): Promise<ExecutionResult> {
+  switch (task.kind) {
+    case 'command':
+      return executeCommand(task, ctx);
+    case 'agent':
+      return executeAgent(task, ctx);
+    case 'verify':
+      return executeVerify(task, ctx);
+    case 'digest': {
+      const { digest } = await workspaceDigest(task.cwd, ctx.signal);
+      return { type: 'ok', output: digest ?? '', digest, usage: { cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 } };
+    }
+  }
+}
