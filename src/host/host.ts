@@ -1,0 +1,410 @@
+/**
+ * The host: owns the store, the leases, the worker pool and the runs it
+ * drives. A thin facade over the kernel; the CLI and the library API both go
+ * through it.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { LeaseHeldError, RunwardenError } from '../protocol/errors.js';
+import { TERMINAL_STATES, type RunEvent, type SecretRef } from '../protocol/events.js';
+import { assertRunId, newRunId } from '../protocol/ids.js';
+import { createRecord, type RunRecord } from '../protocol/record.js';
+import type { WorkflowSpec } from '../protocol/spec.js';
+import { FileRunStore, leaseHeld } from '../store/file/file-run-store.js';
+import { currentOwner } from '../store/liveness.js';
+import type { ControlRequest, ListOptions, LoadedRun, OwnerInfo, RunGuard, RunStore, RunSummary } from '../store/run-store.js';
+import { compileHostOptions, type CompiledHostOptions, type HostOptions } from './host-options.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { createHostLogger, silentLogger } from './logger.js';
+import { RunDriver, type ChildRunRequest, type ChildRunResult, type DriveResult, type DriverListeners, type KernelDeps } from './kernel/run-driver.js';
+import { ProcessPool, type PoolStats } from './pool/process-pool.js';
+import { Scheduler } from './scheduler.js';
+import { childSecrets, loadSpec, sameDefinition, type SecretMap } from './spec-loader.js';
+
+/** How a host is opened: host options plus process-level wiring. */
+export interface HostOpenOptions extends HostOptions {
+  /** A pino logger, or `false` for none. @default a logger writing `<home>/logs/runwarden.log` */
+  logger?: Logger | false;
+  /** The worker entry file. @default the compiled `worker/main.js` of this package */
+  workerEntry?: string;
+}
+
+export interface StartOptions {
+  /** The spec: an object as parsed from JSON. Validated here. */
+  spec: unknown;
+  /** The file the spec came from: relative paths in it (cwd, subflow files) resolve against its directory. */
+  specPath?: string;
+  /** The run id. @default a fresh `run-…` id */
+  runId?: string;
+  /** The cwd of a spec that sets none. @default process.cwd() */
+  cwd?: string;
+}
+
+export interface ResumeOptions {
+  /** The spec the run started with, to re-supply its secrets (custom-engine env). */
+  spec?: unknown;
+  specPath?: string;
+}
+
+/** A run being driven by this host. */
+export interface RunHandle {
+  readonly runId: string;
+  /** The last committed record. */
+  readonly record: RunRecord;
+  /** Resolves when driving stops: the run ended, or it was interrupted, superseded or blocked. */
+  readonly done: Promise<DriveResult>;
+  listen(listeners: DriverListeners): () => void;
+}
+
+export type ControlAction = ControlRequest['action'];
+
+/** What became of a control request. */
+export interface ControlReceipt {
+  controlId: string;
+  /** `applied`: the owner applied it; `refused`: the owner declined (see reason); `queued`: durable in the inbox, not yet picked up. */
+  status: 'applied' | 'refused' | 'queued';
+  reason?: string;
+  /** Who applied it, or who holds the run. */
+  by?: string;
+}
+
+/** Resolve the compiled worker entry, also when this module runs from source (tests). */
+export function defaultWorkerEntry(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [resolve(here, '../worker/main.js'), resolve(here, '../../dist/worker/main.js')];
+  const found = candidates.find((c) => existsSync(c));
+  if (found === undefined) throw new RunwardenError('WORKER_START_FAILED', `cannot find the worker entry (looked for ${candidates.join(', ')}); run 'npm run build'`);
+  return found;
+}
+
+export class Host {
+  readonly options: CompiledHostOptions;
+  readonly store: RunStore;
+  readonly owner: OwnerInfo;
+  readonly logger: Logger;
+  readonly #pool: ProcessPool;
+  readonly #scheduler: Scheduler;
+  readonly #leases: LeaseKeeper;
+  readonly #drivers = new Map<string, { driver: RunDriver; done: Promise<DriveResult> }>();
+  #closing: Promise<void> | undefined;
+
+  private constructor(options: CompiledHostOptions, logger: Logger, workerEntry: string) {
+    this.options = options;
+    this.logger = logger;
+    this.owner = currentOwner(`owner-${randomUUID()}`);
+    this.store = new FileRunStore({ home: options.home, leaseTtlMs: options.leaseTtlMs, logger });
+    this.#scheduler = new Scheduler(options.maxConcurrent);
+    this.#leases = new LeaseKeeper(this.store, options.leaseRenewMs, logger);
+    this.#pool = new ProcessPool({
+      workerEntry,
+      heartbeatMs: options.heartbeatMs,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      killGraceMs: options.killGraceMs,
+      idleMs: options.workerIdleMs,
+      startTimeoutMs: options.workerStartTimeoutMs,
+      logger,
+    });
+  }
+
+  /**
+   * Open a host on a store home.
+   * @throws {ValidationError} `CONFIG_INVALID` for bad options or `config.json`.
+   * @example const host = await Host.open({ home: '/tmp/rw' }); const run = await host.start({ spec }); await run.done; await host.close();
+   */
+  static async open(options: HostOpenOptions = {}): Promise<Host> {
+    const { logger, workerEntry, ...hostOptions } = options;
+    const compiled = compileHostOptions(hostOptions);
+    const log = logger === false ? silentLogger() : (logger ?? createHostLogger(compiled.home, compiled.logLevel));
+    return new Host(compiled, log, workerEntry ?? defaultWorkerEntry());
+  }
+
+  /** Worker pool counters. */
+  poolStats(): PoolStats {
+    return this.#pool.stats();
+  }
+
+  #deps(): KernelDeps {
+    return {
+      store: this.store,
+      pool: this.#pool,
+      scheduler: this.#scheduler,
+      leases: this.#leases,
+      logger: this.logger,
+      options: this.options,
+      runChild: (request) => this.#runChild(request),
+    };
+  }
+
+  // ------------------------------------------------------------ start and resume
+
+  /**
+   * Validate a spec, create the run (atomically claiming it) and start driving it.
+   * @throws {SpecError} `SPEC_INVALID` naming the field; nothing is written.
+   * @throws {RunwardenError} `RUN_ID_INVALID`, `RUN_EXISTS`.
+   */
+  async start(options: StartOptions): Promise<RunHandle> {
+    this.#assertOpen();
+    if (options.runId !== undefined) assertRunId(options.runId);
+    const baseDir = options.specPath === undefined ? resolve(options.cwd ?? process.cwd()) : dirname(resolve(options.specPath));
+    const loaded = loadSpec(options.spec, { baseDir, defaultCwd: options.cwd ?? process.cwd(), maxDepth: this.options.subflowMaxDepth }, options.specPath);
+    const runId = options.runId ?? newRunId();
+    const { guard, record } = await this.#create(runId, loaded.spec, loaded.secretRefs, undefined);
+    this.logger.info({ runId, name: loaded.spec.name }, 'run created');
+    return this.#drive(new RunDriver(this.#deps(), { guard, spec: loaded.spec, record, secrets: loaded.secrets }));
+  }
+
+  async #create(runId: string, spec: WorkflowSpec, secrets: SecretRef[], parent: { record: RunRecord; node: string } | undefined): Promise<{ guard: RunGuard; record: RunRecord }> {
+    return this.store.create({
+      runId,
+      spec,
+      owner: this.owner,
+      build: (incarnationId) => {
+        const first: RunEvent = {
+          seq: 1,
+          ts: new Date().toISOString(),
+          type: 'run_created',
+          runId,
+          name: spec.name,
+          incarnationId,
+          cwd: spec.cwd!,
+          depth: parent === undefined ? 0 : parent.record.depth + 1,
+          nodes: spec.nodes.map((n) => n.id),
+          first: spec.nodes[0]!.id,
+          secrets,
+          ...(parent === undefined ? {} : { parentRunId: parent.record.runId, parentNode: parent.node }),
+        };
+        return { events: [first], record: createRecord(spec, first) };
+      },
+    });
+  }
+
+  /**
+   * Take a run over and continue it at its recorded position.
+   * @throws {RunwardenError} `RUN_NOT_FOUND`, `RUN_TERMINAL`, `SECRETS_REQUIRED`, `SPEC_MISMATCH`, `STORE_BLOCKED`.
+   * @throws {LeaseHeldError} `LEASE_HELD` when another live process holds it (the message names its pid and host).
+   */
+  async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle> {
+    this.#assertOpen();
+    assertRunId(runId);
+    const local = this.#drivers.get(runId);
+    if (local !== undefined) return this.#handle(local.driver, local.done);
+    const given =
+      options.spec === undefined
+        ? undefined
+        : loadSpec(options.spec, { baseDir: options.specPath === undefined ? process.cwd() : dirname(resolve(options.specPath)), maxDepth: this.options.subflowMaxDepth }, options.specPath);
+    const { guard, run } = await this.#acquire(runId);
+    try {
+      if (TERMINAL_STATES.has(run.record.state)) throw new RunwardenError('RUN_TERMINAL', `run ${runId} already ended (${run.record.state}, ${run.record.outcome}); nothing to resume`, { field: 'runId' });
+      if (given !== undefined && !sameDefinition(given.spec, run.spec)) {
+        throw new RunwardenError('SPEC_MISMATCH', `the spec given to re-supply secrets differs from the spec run ${runId} started with (see 'runwarden show ${runId} --spec')`, { field: 'spec' });
+      }
+      missingSecrets(runId, run.record.secrets, given?.secrets ?? new Map());
+    } catch (err) {
+      await this.store.release(guard);
+      throw err;
+    }
+    this.logger.info({ runId, fence: guard.fence }, 'run resumed');
+    return this.#drive(new RunDriver(this.#deps(), { guard, spec: run.spec, record: run.record, secrets: given?.secrets ?? new Map() }));
+  }
+
+  async #acquire(runId: string): Promise<{ guard: RunGuard; run: LoadedRun }> {
+    const acquired = await this.store.acquire(runId, this.owner);
+    switch (acquired.status) {
+      case 'acquired':
+        return { guard: acquired.guard, run: acquired.run };
+      case 'not_found':
+        throw notFound(runId);
+      case 'held':
+        throw leaseHeld(runId, acquired.lease);
+      case 'blocked':
+        throw new RunwardenError('STORE_BLOCKED', `run ${runId} is busy (${acquired.reason}); try again`);
+    }
+  }
+
+  #drive(driver: RunDriver): RunHandle {
+    const done = driver.drive().finally(() => this.#drivers.delete(driver.runId));
+    this.#drivers.set(driver.runId, { driver, done });
+    done.then(
+      (result) => this.logger.info({ runId: driver.runId, state: result.record.state, outcome: result.record.outcome, stopped: result.stopped }, 'run driver stopped'),
+      (err: unknown) => this.logger.error({ runId: driver.runId, err }, 'run driver failed'),
+    );
+    return this.#handle(driver, done);
+  }
+
+  #handle(driver: RunDriver, done: Promise<DriveResult>): RunHandle {
+    return {
+      runId: driver.runId,
+      get record() {
+        return driver.record;
+      },
+      done,
+      listen: (listeners) => driver.listen(listeners),
+    };
+  }
+
+  async #runChild(request: ChildRunRequest): Promise<ChildRunResult> {
+    const secrets = childSecrets(request.secrets, request.secretPrefix);
+    let driver: RunDriver;
+    const existing = await this.store.load(request.childRunId);
+    if (existing !== undefined) {
+      if (TERMINAL_STATES.has(existing.record.state)) return { status: 'ended', record: existing.record };
+      const { guard, run } = await this.#acquire(request.childRunId);
+      driver = new RunDriver(this.#deps(), { guard, spec: run.spec, record: run.record, secrets });
+    } else {
+      const secretRefs = request.parent.secrets
+        .filter((r) => r.ref.startsWith(`${request.secretPrefix}/`))
+        .map((r) => ({ ...r, ref: r.ref.slice(request.secretPrefix.length) }));
+      const { guard, record } = await this.#create(request.childRunId, request.spec, secretRefs, { record: request.parent, node: request.parentNode });
+      driver = new RunDriver(this.#deps(), { guard, spec: request.spec, record, secrets });
+    }
+    const handle = this.#drive(driver);
+    const onAbort = (): void => {
+      if (request.signal.reason === 'cancel') {
+        void this.store
+          .postControl(request.childRunId, { id: randomUUID(), action: 'cancel', at: new Date().toISOString(), from: { pid: this.owner.pid, host: this.owner.host } })
+          .then(() => driver.pollInbox());
+      } else driver.interrupt();
+    };
+    if (request.signal.aborted) onAbort();
+    else request.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const result = await handle.done;
+      return result.stopped === undefined ? { status: 'ended', record: result.record } : { status: 'stopped' };
+    } finally {
+      request.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  // ------------------------------------------------------------ control
+
+  /**
+   * Send a control request (cancel, steer, approve, reject) to whoever owns the
+   * run, through the run's durable inbox. When no live process holds the run,
+   * this host applies it itself (and ends a cancelled run) without running any node.
+   * Waits up to `waitMs` for the owner to apply it.
+   * @throws {RunwardenError} `RUN_NOT_FOUND`, `RUN_TERMINAL`, `OPTION_INVALID` (empty steer text).
+   */
+  async control(runId: string, action: ControlAction, options: { text?: string; waitMs?: number } = {}): Promise<ControlReceipt> {
+    this.#assertOpen();
+    assertRunId(runId);
+    if (action === 'steer' && (options.text === undefined || options.text.trim() === '')) {
+      throw new RunwardenError('OPTION_INVALID', 'steer text must not be empty', { field: 'text' });
+    }
+    const run = await this.store.load(runId);
+    if (run === undefined) throw notFound(runId);
+    if (TERMINAL_STATES.has(run.record.state)) throw new RunwardenError('RUN_TERMINAL', `run ${runId} already ended (${run.record.state}); nothing to ${action}`, { field: 'runId' });
+    const request: ControlRequest = { id: randomUUID(), action, at: new Date().toISOString(), from: { pid: process.pid, host: this.owner.host } };
+    if (options.text !== undefined) request.text = options.text;
+    const afterSeq = run.record.seq;
+    await this.store.postControl(runId, request);
+    const local = this.#drivers.get(runId);
+    let by: string | undefined;
+    if (local !== undefined) {
+      local.driver.pollInbox();
+      by = `this process (pid ${process.pid})`;
+    } else if (run.lease !== undefined && this.store.isLeaseLive(run.lease)) {
+      by = `pid ${run.lease.pid} on ${run.lease.host}`;
+    } else {
+      // Nobody holds the run: apply the request here, without running any node.
+      try {
+        const { guard, run: acquired } = await this.#acquire(runId);
+        const driver = new RunDriver(this.#deps(), { guard, spec: acquired.spec, record: acquired.record, secrets: new Map(), controlsOnly: true });
+        await this.#drive(driver).done;
+        by = `this process (pid ${process.pid}); no process held the run`;
+      } catch (err) {
+        if (!(err instanceof LeaseHeldError)) throw err;
+        by = `pid ${err.owner.pid} on ${err.owner.host}`;
+      }
+    }
+    return this.#awaitControl(runId, request.id, afterSeq, options.waitMs ?? 5000, by);
+  }
+
+  async #awaitControl(runId: string, controlId: string, afterSeq: number, waitMs: number, by: string | undefined): Promise<ControlReceipt> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const events = await this.store.readEvents(runId, afterSeq).catch(() => []);
+      const event = events.find((e) => e.type === 'control' && e.controlId === controlId);
+      if (event?.type === 'control') {
+        const receipt: ControlReceipt = { controlId, status: event.applied ? 'applied' : 'refused' };
+        if (event.reason !== undefined) receipt.reason = event.reason;
+        if (by !== undefined) receipt.by = by;
+        return receipt;
+      }
+      if (Date.now() >= deadline) return by === undefined ? { controlId, status: 'queued' } : { controlId, status: 'queued', by };
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  // ------------------------------------------------------------ reads and delete
+
+  /** @throws {RunwardenError} `RUN_NOT_FOUND` */
+  async show(runId: string): Promise<LoadedRun> {
+    assertRunId(runId);
+    const run = await this.store.load(runId);
+    if (run === undefined) throw notFound(runId);
+    return run;
+  }
+
+  list(options?: ListOptions): Promise<RunSummary[]> {
+    return this.store.list(options);
+  }
+
+  /**
+   * Delete a run and its subflow children. A run held by a live process is refused; cancel it first.
+   * @throws {RunwardenError} `RUN_NOT_FOUND`, `LEASE_HELD`, `STORE_BLOCKED`.
+   */
+  async delete(runId: string): Promise<string[]> {
+    this.#assertOpen();
+    assertRunId(runId);
+    if (this.#drivers.has(runId)) throw new RunwardenError('LEASE_HELD', `run ${runId} is being driven by this process; cancel it first`);
+    const children = (await this.store.list({ includeChildren: true })).filter((s) => s.parentRunId === runId).map((s) => s.runId);
+    const deleted: string[] = [];
+    for (const child of children) deleted.push(...(await this.delete(child)));
+    const { guard } = await this.#acquire(runId);
+    const status = await this.store.delete(guard);
+    if (status !== 'committed') throw new RunwardenError('STORE_BLOCKED', `run ${runId} could not be deleted (${status}); try again`);
+    deleted.push(runId);
+    return deleted;
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  #assertOpen(): void {
+    if (this.#closing !== undefined) throw new RunwardenError('OPTION_INVALID', 'the host is closed');
+  }
+
+  /**
+   * Stop: interrupt every run this host drives (in-flight attempts are marked
+   * interrupted and run again on resume), release their leases, stop every
+   * worker. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const running = [...this.#drivers.values()];
+      for (const { driver } of running) driver.interrupt();
+      await Promise.allSettled(running.map((r) => r.done));
+      this.#leases.close();
+      await this.#pool.close();
+      await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+    })();
+    return this.#closing;
+  }
+}
+
+function notFound(runId: string): RunwardenError {
+  return new RunwardenError('RUN_NOT_FOUND', `no run with id ${runId}`, { field: 'runId' });
+}
+
+function missingSecrets(runId: string, refs: readonly SecretRef[], supplied: SecretMap): void {
+  const missing = refs.filter((r) => !supplied.has(r.ref));
+  if (missing.length === 0) return;
+  throw new RunwardenError(
+    'SECRETS_REQUIRED',
+    `run ${runId} needs its secrets re-supplied (they are never stored): ${missing.map((m) => `${m.label} (env ${m.keys.join(', ')})`).join('; ')}. Pass the spec the run started with: runwarden resume ${runId} --spec <file>`,
+    { field: 'spec' },
+  );
+}
+

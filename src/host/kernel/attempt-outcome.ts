@@ -1,0 +1,73 @@
+/**
+ * How one attempt of a node ended, in the kernel's terms, and the conversion
+ * from the pool's execution outcomes.
+ */
+import type { ErrorInfo, Usage } from '../../protocol/events.js';
+import type { VerifyData } from '../../protocol/ipc.js';
+import { addUsage, emptyUsage } from '../../protocol/record.js';
+import type { ExecutionOutcome } from '../pool/process-pool.js';
+
+export type AttemptOutcome =
+  | { kind: 'ok'; output: string; usage: Usage; durationMs: number; verify?: VerifyData; extraOutputs?: Array<{ name: string; text: string }> }
+  | { kind: 'failed'; error: ErrorInfo; usage: Usage; durationMs: number; output?: string; verify?: VerifyData; retryable: boolean }
+  | { kind: 'lost'; reason: 'worker_lost' | 'heartbeat_timeout'; error: ErrorInfo; usage: Usage; durationMs: number }
+  | { kind: 'stopped'; usage: Usage; durationMs: number };
+
+/** Usage of one execution. */
+export function executionUsage(outcome: ExecutionOutcome): Usage {
+  const reported = outcome.status === 'ok' || outcome.status === 'error' ? outcome.result.usage : undefined;
+  return {
+    executions: 1,
+    durationMs: Math.round(outcome.durationMs),
+    cpuMs: Math.round(reported?.cpuMs ?? 0),
+    tokensIn: reported?.tokensIn ?? 0,
+    tokensOut: reported?.tokensOut ?? 0,
+    costUsd: reported?.costUsd ?? 0,
+  };
+}
+
+/** Convert a pool outcome. `timeoutMs` names the limit in a timeout's message. */
+export function fromExecution(outcome: ExecutionOutcome, node: string, timeoutMs: number): AttemptOutcome {
+  const usage = executionUsage(outcome);
+  const durationMs = Math.round(outcome.durationMs);
+  switch (outcome.status) {
+    case 'ok': {
+      const ok: AttemptOutcome = { kind: 'ok', output: outcome.result.output, usage, durationMs };
+      if (outcome.result.verify !== undefined) ok.verify = outcome.result.verify;
+      return ok;
+    }
+    case 'error': {
+      const error: ErrorInfo = { code: outcome.result.code, message: outcome.result.message, node };
+      if (outcome.result.detail !== undefined) error.detail = outcome.result.detail;
+      const failed: AttemptOutcome = { kind: 'failed', error, usage, durationMs, retryable: true };
+      if (outcome.result.output !== undefined) failed.output = outcome.result.output;
+      if (outcome.result.verify !== undefined) failed.verify = outcome.result.verify;
+      return failed;
+    }
+    case 'timeout':
+      return {
+        kind: 'failed',
+        error: { code: 'TIMEOUT', message: `the attempt ran past timeoutMs (${timeoutMs} ms); its process tree was killed`, node, detail: { timeoutMs } },
+        usage,
+        durationMs,
+        retryable: true,
+      };
+    case 'lost':
+      return {
+        kind: 'lost',
+        reason: outcome.reason,
+        error: { code: outcome.reason === 'heartbeat_timeout' ? 'HEARTBEAT_TIMEOUT' : 'WORKER_LOST', message: outcome.message, node },
+        usage,
+        durationMs,
+      };
+    case 'aborted':
+      return { kind: 'stopped', usage, durationMs };
+  }
+}
+
+/** Sum usages. */
+export function sumUsage(usages: readonly Usage[]): Usage {
+  const total = emptyUsage();
+  for (const u of usages) addUsage(total, u);
+  return total;
+}

@@ -1,0 +1,632 @@
+/**
+ * The run state machine. A driver holds one run's guard, decides the next
+ * step from the record, commits it *before* anything runs, hands the work to
+ * workers, and commits the result. It never executes node work itself.
+ *
+ * Every durable change goes through {@link RunDriver.commit}: events are
+ * folded into a copy of the record, the store lands the batch whole, and only
+ * then does the driver adopt the new record (copy-on-write: a refused write
+ * leaves the driver's record where the store's is).
+ *
+ * Stops: `cancel` (the run ends `cancelled`), `interrupt` (the host is
+ * stopping: the in-flight attempt is marked interrupted and the run stays
+ * resumable), `superseded` (the lease was lost: no more writes at all).
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { childRunId as makeChildRunId } from '../../protocol/ids.js';
+import { RunwardenError } from '../../protocol/errors.js';
+import { OUTPUT_PREVIEW_CHARS, TERMINAL_STATES, type ErrorInfo, type NewRunEvent, type OutputRef, type RunEvent, type RunState } from '../../protocol/events.js';
+import { evaluateCondition } from '../../protocol/conditions.js';
+import type { Task } from '../../protocol/ipc.js';
+import { applyEvents, type RunRecord } from '../../protocol/record.js';
+import { EXECUTING_KINDS, findNode, followingNode, type NodeOf, type WorkflowNode, type WorkflowSpec } from '../../protocol/spec.js';
+import type { Artifact, RunGuard, RunStore } from '../../store/run-store.js';
+import { failpoint } from '../../util/failpoints.js';
+import type { CompiledHostOptions } from '../host-options.js';
+import type { LeaseKeeper } from '../lease-keeper.js';
+import type { ExecutionOutcome, ProcessPool } from '../pool/process-pool.js';
+import type { Scheduler } from '../scheduler.js';
+import type { SecretMap } from '../spec-loader.js';
+import type { AttemptOutcome } from './attempt-outcome.js';
+import { evidenceArtifacts, evidenceId } from './evidence.js';
+import { plannedExecutions, runNodeAttempt, verifierTimeoutMs, type ExecutingNode } from './node-attempt.js';
+
+export type StopReason = 'cancel' | 'interrupt' | 'superseded';
+
+/** What a driver needs from its host. */
+export interface KernelDeps {
+  store: RunStore;
+  pool: ProcessPool;
+  scheduler: Scheduler;
+  leases: LeaseKeeper;
+  logger: Logger;
+  options: CompiledHostOptions;
+  /** Start (or adopt, after a crash) a subflow's child run and drive it to an end. */
+  runChild(request: ChildRunRequest): Promise<ChildRunResult>;
+}
+
+export interface ChildRunRequest {
+  parent: RunRecord;
+  parentNode: string;
+  childRunId: string;
+  spec: WorkflowSpec;
+  secrets: SecretMap;
+  secretPrefix: string;
+  signal: AbortSignal;
+}
+
+export type ChildRunResult = { status: 'ended'; record: RunRecord } | { status: 'stopped' };
+
+export interface DriveResult {
+  record: RunRecord;
+  /** Why driving stopped before the run ended, if it did. */
+  stopped?: StopReason | 'blocked';
+  error?: RunwardenError;
+}
+
+/** Raised inside the driver to unwind after a stop. */
+class Stopped extends Error {
+  constructor(readonly reason: StopReason | 'blocked') {
+    super(`run stopped: ${reason}`);
+  }
+}
+
+/** Events of a run as they are committed, and non-durable progress of its executions. */
+export interface DriverListeners {
+  event?(event: RunEvent): void;
+  progress?(executionId: string, stream: 'stdout' | 'stderr' | 'log', text: string): void;
+}
+
+export class RunDriver {
+  readonly #deps: KernelDeps;
+  readonly #guard: RunGuard;
+  readonly #spec: WorkflowSpec;
+  readonly #secrets: SecretMap;
+  readonly #controlsOnly: boolean;
+  #record: RunRecord;
+  #stop: StopReason | undefined;
+  readonly #abort = new AbortController();
+  #commitChain: Promise<unknown> = Promise.resolve();
+  readonly #listeners = new Set<DriverListeners>();
+  readonly #waiters = new Set<() => void>();
+  #inboxTimer: NodeJS.Timeout | undefined;
+  #inboxBusy: Promise<void> | undefined;
+  #inboxAgain = false;
+
+  constructor(deps: KernelDeps, init: { guard: RunGuard; spec: WorkflowSpec; record: RunRecord; secrets: SecretMap; controlsOnly?: boolean }) {
+    this.#deps = deps;
+    this.#guard = init.guard;
+    this.#spec = init.spec;
+    this.#record = init.record;
+    this.#secrets = init.secrets;
+    this.#controlsOnly = init.controlsOnly ?? false;
+  }
+
+  get runId(): string {
+    return this.#guard.runId;
+  }
+
+  /** The last committed record. */
+  get record(): RunRecord {
+    return this.#record;
+  }
+
+  listen(listeners: DriverListeners): () => void {
+    this.#listeners.add(listeners);
+    return () => this.#listeners.delete(listeners);
+  }
+
+  /** Stop for a host shutdown: the in-flight attempt is marked interrupted; the run stays resumable. */
+  interrupt(): void {
+    this.#requestStop('interrupt');
+  }
+
+  /** Look at the control inbox now rather than at the next poll. */
+  pollInbox(): void {
+    void this.#drainInbox();
+  }
+
+  /**
+   * Drive the run until it ends or stops. Never rejects for a run's own
+   * failures (they are the run's state); rejects only on a kernel bug.
+   */
+  async drive(): Promise<DriveResult> {
+    this.#deps.leases.hold(this.#guard, () => this.#requestStop('superseded'));
+    this.#inboxTimer = setInterval(() => void this.#drainInbox(), this.#deps.options.controlPollMs);
+    this.#inboxTimer.unref();
+    try {
+      await this.#drainInbox();
+      await this.#recoverInFlight();
+      if (this.#controlsOnly) {
+        if (this.#record.cancelRequested && !this.#ended()) await this.#endCancelled();
+        return this.#result(this.#ended() ? undefined : 'interrupt');
+      }
+      while (!this.#ended()) {
+        if (this.#stop === 'superseded') return this.#result('superseded');
+        if (this.#record.cancelRequested || this.#stop === 'cancel') {
+          await this.#endCancelled();
+          break;
+        }
+        if (this.#stop === 'interrupt') return this.#result('interrupt');
+        const cursor = this.#record.cursor;
+        if (cursor === null) {
+          await this.#finish();
+          break;
+        }
+        const node = findNode(this.#spec, cursor);
+        if (node === undefined) throw new Error(`cursor names unknown node ${cursor}`);
+        await this.#step(node);
+      }
+      return this.#result(undefined);
+    } catch (err) {
+      if (err instanceof Stopped) {
+        if (err.reason === 'cancel' && !this.#ended() && this.#stop !== 'superseded') {
+          await this.#endCancelled().catch(() => undefined);
+          return this.#result(this.#ended() ? undefined : 'cancel');
+        }
+        return this.#result(err.reason);
+      }
+      if (err instanceof RunwardenError && err.code === 'STORE_BLOCKED') return { ...this.#result('blocked'), error: err };
+      throw err;
+    } finally {
+      clearInterval(this.#inboxTimer);
+      await this.#inboxBusy;
+      this.#deps.leases.drop(this.runId);
+      if (this.#stop !== 'superseded') {
+        const released = await this.#deps.store.release(this.#guard).catch(() => 'blocked' as const);
+        if (released !== 'committed') this.#deps.logger.warn({ runId: this.runId, status: released }, 'lease release did not commit');
+      }
+      for (const wake of this.#waiters) wake();
+    }
+  }
+
+  #result(stopped: DriveResult['stopped']): DriveResult {
+    return stopped === undefined ? { record: this.#record } : { record: this.#record, stopped };
+  }
+
+  #ended(): boolean {
+    return TERMINAL_STATES.has(this.#record.state);
+  }
+
+  #requestStop(reason: StopReason): void {
+    if (this.#stop === 'superseded' || this.#stop === reason) return;
+    if (this.#stop === 'cancel' && reason === 'interrupt') return;
+    this.#stop = reason;
+    this.#abort.abort(reason);
+    for (const wake of this.#waiters) wake();
+  }
+
+  // ------------------------------------------------------------ commits
+
+  /**
+   * Land events (and artifacts) whole, then adopt the record they produce.
+   * `blocked` is retried with backoff; still blocked, the driver stops and
+   * hands its claim back. `superseded` stops it for good.
+   */
+  async commit(events: NewRunEvent[], artifacts: Artifact[] = []): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.#stop === 'superseded') throw new Stopped('superseded');
+      const ts = new Date().toISOString();
+      const full = events.map((e, i) => ({ ...e, seq: this.#record.seq + 1 + i, ts }) as RunEvent);
+      const next = applyEvents(this.#record, full);
+      for (let tries = 0; ; tries++) {
+        const status = await this.#deps.store.commit(this.#guard, { events: full, record: next, artifacts });
+        if (status === 'committed') break;
+        if (status === 'superseded') {
+          this.#requestStop('superseded');
+          throw new Stopped('superseded');
+        }
+        if (tries >= 6) throw new RunwardenError('STORE_BLOCKED', `run ${this.runId}: the store refused the write ${tries + 1} times (lock contention or a disk fault); the run stopped and can be resumed`);
+        await sleep(50 * 2 ** tries);
+      }
+      this.#record = next;
+      for (const event of full) for (const l of this.#listeners) l.event?.(event);
+      for (const wake of this.#waiters) wake();
+    };
+    const result = this.#commitChain.then(run, run);
+    this.#commitChain = result.catch(() => undefined);
+    return result;
+  }
+
+  // ------------------------------------------------------------ control inbox
+
+  #drainInbox(): Promise<void> {
+    if (this.#inboxBusy !== undefined) {
+      this.#inboxAgain = true;
+      return this.#inboxBusy;
+    }
+    this.#inboxBusy = (async () => {
+      try {
+        do {
+          this.#inboxAgain = false;
+          await this.#applyControls();
+        } while (this.#inboxAgain);
+      } catch (err) {
+        if (!(err instanceof Stopped)) this.#deps.logger.warn({ runId: this.runId, err: (err as Error).message }, 'control inbox not applied; will retry');
+      } finally {
+        this.#inboxBusy = undefined;
+      }
+    })();
+    return this.#inboxBusy;
+  }
+
+  async #applyControls(): Promise<void> {
+    const requests = await this.#deps.store.pendingControls(this.runId);
+    if (requests.length === 0) return;
+    const done: string[] = [];
+    for (const request of requests) {
+      if (this.#stop === 'superseded') return;
+      if (!this.#record.recentControls.includes(request.id)) {
+        const ended = this.#ended();
+        let applied = !ended;
+        let reason: string | undefined = ended ? `the run already ended (${this.#record.state})` : undefined;
+        if (!ended && (request.action === 'approve' || request.action === 'reject')) {
+          const gate = this.#record.gate;
+          applied = gate !== undefined && gate.decision === undefined;
+          if (!applied) reason = gate === undefined ? `the run is not awaiting a human decision (state ${this.#record.state})` : 'the gate was already decided';
+        }
+        const event: NewRunEvent = { type: 'control', controlId: request.id, action: request.action, applied };
+        if (request.text !== undefined) event.text = request.text;
+        if (reason !== undefined) event.reason = reason;
+        await this.commit([event]);
+        if (applied && request.action === 'cancel') this.#requestStop('cancel');
+      }
+      done.push(request.id);
+    }
+    await this.#deps.store.removeControls(this.runId, done);
+  }
+
+  // ------------------------------------------------------------ recovery
+
+  /** After a host died mid-attempt, the attempt's claim is lost: re-queue it (bounded), or fail it past the bound. */
+  async #recoverInFlight(): Promise<void> {
+    const events: NewRunEvent[] = [];
+    const inFlight = this.#record.inFlight;
+    if (inFlight !== undefined) {
+      const node = findNode(this.#spec, inFlight.node)!;
+      const error: ErrorInfo = { code: 'HOST_LOST', message: `the host owning the run ended while attempt ${inFlight.attempt} of ${node.id} was in flight`, node: node.id };
+      events.push(...this.#lossEvents(node, inFlight.attempt, 'host_lost', error));
+    }
+    if (this.#record.state === 'pending' && !this.#record.cancelRequested && !this.#controlsOnly) events.push({ type: 'run_state', state: 'running' });
+    if (events.length > 0) await this.commit(events);
+  }
+
+  /** Events for a lost claim: a re-queue while the node has re-queues left, else a failure that honours onFailure (never retried). */
+  #lossEvents(node: WorkflowNode, attempt: number, reason: 'worker_lost' | 'heartbeat_timeout' | 'host_lost', error: ErrorInfo): NewRunEvent[] {
+    const max = node.maxRequeues ?? this.#deps.options.maxRequeues;
+    if (this.#record.nodes[node.id]!.requeues < max) return [{ type: 'node_requeued', node: node.id, attempt, reason, error }];
+    const limit: ErrorInfo = { code: 'REQUEUE_LIMIT', message: `${node.id} lost its claim ${max + 1} times in one visit (maxRequeues ${max}); last: ${error.message}`, node: node.id };
+    return this.#failureEvents(node, { type: 'node_failed', node: node.id, attempt, durationMs: 0, error: limit }, limit);
+  }
+
+  // ------------------------------------------------------------ steps
+
+  async #step(node: WorkflowNode): Promise<void> {
+    if (node.kind === 'router') return this.#route(node);
+    if (node.kind === 'human_gate') return this.#gate(node);
+    if (node.kind === 'subflow') return this.#subflow(node);
+    if (EXECUTING_KINDS.has(node.kind)) return this.#execute(node as ExecutingNode);
+  }
+
+  /** A run_state event when the node's kind needs another state. */
+  #stateFor(kind: WorkflowNode['kind']): NewRunEvent[] {
+    const target: RunState = kind === 'verifier' ? 'verifying' : kind === 'human_gate' ? 'awaiting_human' : 'running';
+    return this.#record.state === target ? [] : [{ type: 'run_state', state: target }];
+  }
+
+  /** The visit a new entry into `node` would be, or undefined after failing the run for exceeding maxNodeVisits. */
+  async #nextVisit(node: WorkflowNode): Promise<number | undefined> {
+    const visit = this.#record.nodes[node.id]!.visits + 1;
+    if (visit <= this.#spec.maxNodeVisits) return visit;
+    const error: ErrorInfo = {
+      code: 'MAX_VISITS',
+      message: `node ${node.id} would be visited a ${visit}th time; maxNodeVisits is ${this.#spec.maxNodeVisits} (bound the loop with a visits_lt route)`,
+      node: node.id,
+    };
+    await this.commit([{ type: 'run_state', state: 'failed', error }]);
+    return undefined;
+  }
+
+  async #route(node: NodeOf<'router'>): Promise<void> {
+    const visit = await this.#nextVisit(node);
+    if (visit === undefined) return;
+    const record = this.#record;
+    const facts = {
+      lastResult: (id: string) => record.nodes[id]?.lastResult,
+      verified: (id: string) => record.nodes[id]?.verified ?? false,
+      visits: (id: string) => record.nodes[id]?.visits ?? 0,
+    };
+    const matched = node.routes.findIndex((r) => evaluateCondition(r.when, facts));
+    const to = matched >= 0 ? node.routes[matched]!.to : (node.default ?? followingNode(this.#spec, node.id));
+    const route = matched >= 0 ? matched : node.default !== undefined ? 'default' : 'next';
+    await this.commit([...this.#stateFor('router'), { type: 'node_routed', node: node.id, visit, to, route }]);
+  }
+
+  async #gate(node: NodeOf<'human_gate'>): Promise<void> {
+    if (this.#record.gate?.node !== node.id) {
+      const visit = await this.#nextVisit(node);
+      if (visit === undefined) return;
+      await this.commit([...this.#stateFor('human_gate'), { type: 'gate_opened', node: node.id, visit, prompt: node.prompt }]);
+    }
+    await this.#waitFor(() => this.#record.gate?.decision !== undefined || this.#record.cancelRequested);
+    const decision = this.#record.gate?.decision;
+    if (decision === undefined) return; // cancelled
+    if (decision.approved) {
+      await this.commit([{ type: 'gate_closed', node: node.id, approved: true, controlId: decision.controlId, next: followingNode(this.#spec, node.id) }]);
+      return;
+    }
+    const error: ErrorInfo = { code: 'GATE_REJECTED', message: `human gate ${node.id} was rejected${decision.text ? `: ${decision.text}` : ''}`, node: node.id };
+    const closed: NewRunEvent = { type: 'gate_closed', node: node.id, approved: false, controlId: decision.controlId };
+    if ((node.onFailure ?? 'fail') === 'continue') await this.commit([{ ...closed, next: followingNode(this.#spec, node.id) }]);
+    else await this.commit([closed, { type: 'run_state', state: 'failed', error }]);
+  }
+
+  /** Resolve when `ready()` holds after a commit, or the driver stops (then throw). */
+  async #waitFor(ready: () => boolean): Promise<void> {
+    while (!ready()) {
+      if (this.#stop !== undefined) throw new Stopped(this.#stop);
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          this.#waiters.delete(wake);
+          resolve();
+        };
+        this.#waiters.add(wake);
+      });
+    }
+  }
+
+  /** How the next attempt of `node` starts, its number and visit; undefined when the run just failed on maxNodeVisits. */
+  async #nextAttempt(node: WorkflowNode): Promise<{ attempt: number; visit: number; cause: 'visit' | 'retry' | 'requeue' | 'resume' } | undefined> {
+    const nr = this.#record.nodes[node.id]!;
+    const attempt = (nr.attempts.at(-1)?.attempt ?? 0) + 1;
+    if (nr.resumeAs === undefined) {
+      const visit = await this.#nextVisit(node);
+      return visit === undefined ? undefined : { attempt, visit, cause: 'visit' };
+    }
+    if (nr.resumeAs === 'retry' && nr.retryAt !== undefined) {
+      const waitMs = Date.parse(nr.retryAt) - Date.now();
+      if (waitMs > 0) await sleep(waitMs, this.#abort.signal).catch(() => undefined);
+      if (this.#stop !== undefined) throw new Stopped(this.#stop);
+    }
+    // An interrupted attempt resumes without counting as a re-queue or a retry.
+    return { attempt, visit: nr.visits, cause: nr.resumeAs };
+  }
+
+  async #execute(node: ExecutingNode): Promise<void> {
+    const next = await this.#nextAttempt(node);
+    if (next === undefined) return;
+    const steers = node.kind === 'agent' || node.kind === 'fanout' ? this.#record.pendingSteers : [];
+    const steer = steers.length === 0 ? undefined : steers.map((s) => s.text).join('\n\n');
+    const started: NewRunEvent = { type: 'node_started', node: node.id, attempt: next.attempt, visit: next.visit, cause: next.cause, executions: plannedExecutions(node, this.runId, next.attempt) };
+    if (steer !== undefined) started.steer = { ids: steers.map((s) => s.id), text: steer };
+    await this.commit([...this.#stateFor(node.kind), started]);
+    failpoint('kernel.after-node-started', node.id);
+    const timeoutMs = node.timeoutMs ?? (node.kind === 'verifier' ? verifierTimeoutMs(node, this.#spec, this.#deps.options.defaultTimeoutMs) : this.#deps.options.defaultTimeoutMs);
+    const outcome = await runNodeAttempt(node, {
+      runId: this.runId,
+      spec: this.#spec,
+      cwd: this.#record.cwd,
+      attempt: next.attempt,
+      timeoutMs,
+      ...(steer === undefined ? {} : { steer }),
+      secrets: this.#secrets,
+      signal: this.#abort.signal,
+      dispatch: (id, task, ms, signal) => this.#dispatch(id, task, ms, signal),
+    });
+    failpoint('kernel.before-result-commit', node.id);
+    await this.#settleAttempt(node, next.attempt, next.visit, outcome);
+  }
+
+  async #dispatch(executionId: string, task: Task, timeoutMs: number, signal: AbortSignal): Promise<ExecutionOutcome> {
+    let release: () => void;
+    try {
+      release = await this.#deps.scheduler.acquire(this.runId, signal);
+    } catch (reason) {
+      return { status: 'aborted', reason, durationMs: 0 };
+    }
+    try {
+      return await this.#deps.pool.execute({
+        executionId,
+        fence: this.#guard.fence,
+        task,
+        timeoutMs,
+        signal,
+        onProgress: (stream, text) => {
+          for (const l of this.#listeners) l.progress?.(executionId, stream, text);
+        },
+      });
+    } finally {
+      release();
+    }
+  }
+
+  /** Commit how an attempt ended. */
+  async #settleAttempt(node: WorkflowNode, attempt: number, visit: number, outcome: AttemptOutcome): Promise<void> {
+    if (outcome.kind === 'stopped') {
+      const reason = this.#stop ?? 'interrupt';
+      if (reason === 'superseded') throw new Stopped('superseded');
+      if (reason === 'cancel') {
+        await this.commit([{ type: 'node_cancelled', node: node.id, attempt }, this.#cancelledState()]);
+        return;
+      }
+      await this.commit([{ type: 'node_interrupted', node: node.id, attempt, reason: 'the host is stopping' }]);
+      throw new Stopped('interrupt');
+    }
+    if (outcome.kind === 'lost') {
+      this.#deps.logger.warn({ runId: this.runId, node: node.id, attempt, reason: outcome.reason }, outcome.error.message);
+      await this.commit(this.#lossEvents(node, attempt, outcome.reason, outcome.error));
+      return;
+    }
+    const artifacts: Artifact[] = [];
+    const output = this.#outputArtifact(node.id, attempt, outcome.kind === 'ok' ? outcome.output : outcome.output, artifacts);
+    if (outcome.kind === 'ok') for (const extra of outcome.extraOutputs ?? []) artifacts.push({ key: `nodes/${node.id}/a${attempt}/${extra.name}.txt`, data: extra.text });
+    const events: NewRunEvent[] = [];
+    if (outcome.verify !== undefined) {
+      const id = evidenceId(node.id, visit, attempt);
+      const contract = node.kind === 'verifier' ? (node.contract === 'run' ? this.#spec.contract : node.contract) : undefined;
+      const { artifacts: bundleArtifacts } = evidenceArtifacts(
+        { evidenceId: id, runId: this.runId, node: node.id, visit, attempt, createdAt: new Date().toISOString(), cwd: this.#record.cwd, passed: outcome.verify.passed, head: outcome.verify.head, digest: outcome.verify.digest, ...(contract?.id === undefined ? {} : { contractId: contract.id }) },
+        outcome.verify,
+      );
+      artifacts.push(...bundleArtifacts);
+      events.push({ type: 'evidence', node: node.id, attempt, evidenceId: id, passed: outcome.verify.passed, digest: outcome.verify.digest });
+    }
+    if (outcome.kind === 'ok') {
+      const succeeded: NewRunEvent = { type: 'node_succeeded', node: node.id, attempt, durationMs: outcome.durationMs, usage: outcome.usage, next: followingNode(this.#spec, node.id) };
+      if (output !== undefined) succeeded.output = output;
+      await this.commit([...events, succeeded], artifacts);
+      return;
+    }
+    const failed: EventOfType<'node_failed'> = { type: 'node_failed', node: node.id, attempt, durationMs: outcome.durationMs, error: outcome.error, usage: outcome.usage };
+    if (output !== undefined) failed.output = output;
+    const nr = this.#record.nodes[node.id]!;
+    if (outcome.retryable && node.retry !== undefined && nr.retries < node.retry.max) {
+      failed.retryInMs = Math.min(300_000, node.retry.backoffMs * 2 ** nr.retries);
+      await this.commit([...events, failed], artifacts);
+      return;
+    }
+    await this.commit([...events, ...this.#failureEvents(node, failed, outcome.error)], artifacts);
+  }
+
+  /** A final failure: continue to the following node, or end the run failed. */
+  #failureEvents(node: WorkflowNode, failed: EventOfType<'node_failed'>, error: ErrorInfo): NewRunEvent[] {
+    if ((node.onFailure ?? 'fail') === 'continue') return [{ ...failed, next: followingNode(this.#spec, node.id) }];
+    return [failed, { type: 'run_state', state: 'failed', error }];
+  }
+
+  #outputArtifact(nodeId: string, attempt: number, text: string | undefined, into: Artifact[]): OutputRef | undefined {
+    if (text === undefined || text === '') return undefined;
+    const key = `nodes/${nodeId}/a${attempt}/output.txt`;
+    into.push({ key, data: text });
+    return { artifact: key, bytes: Buffer.byteLength(text), preview: text.slice(0, OUTPUT_PREVIEW_CHARS) };
+  }
+
+  // ------------------------------------------------------------ subflows
+
+  async #subflow(node: NodeOf<'subflow'>): Promise<void> {
+    const next = await this.#nextAttempt(node);
+    if (next === undefined) return;
+    if (typeof node.workflow !== 'object') throw new Error(`subflow ${node.id} was not inlined when the run was created`);
+    const nr = this.#record.nodes[node.id]!;
+    // After a lost or interrupted attempt, adopt the child run it started: the child resumes at its own node boundary.
+    const previous = nr.attempts.at(-1);
+    const adopt = next.cause !== 'retry' && previous?.state !== 'succeeded' && previous?.childRunId !== undefined && previous.visit === next.visit;
+    const childRunId = adopt ? previous!.childRunId! : makeChildRunId(this.runId, node.id, next.attempt, (s) => createHash('sha256').update(s).digest('hex'));
+    await this.commit([...this.#stateFor('subflow'), { type: 'node_started', node: node.id, attempt: next.attempt, visit: next.visit, cause: next.cause, executions: [], childRunId }]);
+    failpoint('kernel.after-node-started', node.id);
+    const started = Date.now();
+    const index = this.#spec.nodes.indexOf(node);
+    const result = await this.#deps.runChild({
+      parent: this.#record,
+      parentNode: node.id,
+      childRunId,
+      spec: node.workflow,
+      secrets: this.#secrets,
+      secretPrefix: `/nodes/${index}/workflow`,
+      signal: this.#abort.signal,
+    });
+    const durationMs = Date.now() - started;
+    const usage = result.status === 'ended' ? result.record.usage : undefined;
+    if (result.status === 'stopped') {
+      await this.#settleAttempt(node, next.attempt, next.visit, { kind: 'stopped', usage: { executions: 0, durationMs, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 }, durationMs });
+      return;
+    }
+    const child = result.record;
+    const events: NewRunEvent[] = [];
+    if (child.lastVerdict !== undefined) {
+      events.push({ type: 'evidence', node: node.id, attempt: next.attempt, passed: child.outcome === 'verified', digest: child.lastVerdict.digest, childRunId });
+    }
+    const summary = `child run ${childRunId} ${child.state} (${child.outcome})${child.error ? `: ${child.error.message}` : ''}\n`;
+    const artifacts: Artifact[] = [];
+    const output = this.#outputArtifact(node.id, next.attempt, summary, artifacts);
+    if (child.state === 'completed') {
+      const succeeded: NewRunEvent = { type: 'node_succeeded', node: node.id, attempt: next.attempt, durationMs, next: followingNode(this.#spec, node.id) };
+      if (output !== undefined) succeeded.output = output;
+      if (usage !== undefined) succeeded.usage = usage;
+      await this.commit([...events, succeeded], artifacts);
+      return;
+    }
+    const error: ErrorInfo = { code: 'SUBFLOW_FAILED', message: summary.trim(), node: node.id };
+    const failed: EventOfType<'node_failed'> = { type: 'node_failed', node: node.id, attempt: next.attempt, durationMs, error };
+    if (output !== undefined) failed.output = output;
+    if (usage !== undefined) failed.usage = usage;
+    if (node.retry !== undefined && nr.retries < node.retry.max && child.state !== 'cancelled') {
+      failed.retryInMs = Math.min(300_000, node.retry.backoffMs * 2 ** nr.retries);
+      await this.commit([...events, failed], artifacts);
+      return;
+    }
+    await this.commit([...events, ...this.#failureEvents(node, failed, error)], artifacts);
+  }
+
+  // ------------------------------------------------------------ the end
+
+  #cancelledState(): NewRunEvent {
+    return { type: 'run_state', state: 'cancelled', error: { code: 'CANCELLED', message: 'the run was cancelled' } };
+  }
+
+  async #endCancelled(): Promise<void> {
+    const events: NewRunEvent[] = [];
+    if (this.#record.inFlight !== undefined) events.push({ type: 'node_cancelled', node: this.#record.inFlight.node, attempt: this.#record.inFlight.attempt });
+    else if (this.#record.gate !== undefined) events.push({ type: 'node_cancelled', node: this.#record.gate.node });
+    events.push(this.#cancelledState());
+    await this.commit(events);
+  }
+
+  /**
+   * The terminal barrier. The run enters `verifying` and its outcome is
+   * settled: no verdict → `unverified`; a failed verdict → `refuted` (the run
+   * fails); a passing verdict stands only while it still describes the tree —
+   * if a workspace-touching node ran after it, the digest is recomputed, and a
+   * moved (or unknowable) tree makes the outcome `unverified` with the reason.
+   */
+  async #finish(): Promise<void> {
+    const verdict = this.#record.lastVerdict;
+    const closing: NewRunEvent[] = [];
+    for (const steer of this.#record.pendingSteers) {
+      closing.push({ type: 'log', level: 'warn', message: `steer ${steer.id} never reached an agent node: no agent node ran after it` });
+    }
+    if (verdict === undefined) {
+      const reason = this.#spec.contract === undefined && !this.#spec.nodes.some((n) => n.kind === 'verifier') ? 'the workflow has no contract' : 'no verifier ran';
+      await this.commit([...this.#stateFor('verifier'), ...closing, { type: 'run_state', state: 'completed', outcome: 'unverified', reason }]);
+      return;
+    }
+    if (!verdict.passed) {
+      const error: ErrorInfo = { code: 'REFUTED', message: `the last verdict (${verdict.node}, attempt ${verdict.attempt}) failed: the contract does not hold`, node: verdict.node };
+      await this.commit([...this.#stateFor('verifier'), ...closing, { type: 'run_state', state: 'failed', outcome: 'refuted', error }]);
+      return;
+    }
+    if (this.#record.sideEffectSeq === verdict.sideEffectSeq) {
+      await this.commit([...this.#stateFor('verifier'), ...closing, { type: 'run_state', state: 'completed', outcome: 'verified' }]);
+      return;
+    }
+    if (this.#record.state !== 'verifying') await this.commit(this.#stateFor('verifier'));
+    let reason: string | undefined;
+    if (verdict.digest === null) reason = 'a workspace-touching node ran after the last passing verdict, and the tree cannot be digested (not a git repository)';
+    else {
+      const outcome = await this.#dispatch(`${this.runId}/__finish/digest-${this.#record.seq}`, { kind: 'digest', cwd: this.#record.cwd }, this.#deps.options.defaultTimeoutMs, this.#abort.signal);
+      if (outcome.status === 'aborted') throw new Stopped(this.#stop ?? 'interrupt');
+      const digest = outcome.status === 'ok' ? (outcome.result.digest ?? null) : null;
+      if (outcome.status !== 'ok') reason = `the working tree could not be re-digested after the verdict (${outcome.status})`;
+      else if (digest !== verdict.digest) reason = `the working tree changed after the last passing verdict (${verdict.node}, attempt ${verdict.attempt}): a workspace-touching node ran after it`;
+    }
+    const done: NewRunEvent = reason === undefined ? { type: 'run_state', state: 'completed', outcome: 'verified' } : { type: 'run_state', state: 'completed', outcome: 'unverified', reason };
+    await this.commit([...closing, done]);
+  }
+}
+
+type EventOfType<T extends NewRunEvent['type']> = Extract<NewRunEvent, { type: T }>;
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
