@@ -1,0 +1,69 @@
+/**
+ * Following a run in the foreground: print every event as it is committed,
+ * stop cleanly on Ctrl-C (the in-flight attempt is marked interrupted, the
+ * lease released, nothing lost; a second Ctrl-C exits at once), and turn the
+ * end state into an exit code.
+ */
+import type { Host, RunHandle } from '../host/host.js';
+import type { RunEvent } from '../protocol/events.js';
+import type { RunRecord } from '../protocol/record.js';
+import { formatEvent } from './render.js';
+
+/** Exit codes: 0 completed (verified or unverified), 1 failed / refuted / cancelled / stopped early, 2 bad input, 130 interrupted. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+
+export function exitCodeFor(record: RunRecord): number {
+  return record.state === 'completed' ? EXIT.ok : EXIT.failed;
+}
+
+export interface FollowOptions {
+  json: boolean;
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+/** Print the run's events until the driver stops; returns the final record and whether Ctrl-C stopped it. */
+export async function followRun(host: Host, handle: RunHandle, options: FollowOptions): Promise<{ record: RunRecord; interrupted: boolean; stopped?: string }> {
+  let lastSeq = 0;
+  const print = (event: RunEvent): void => {
+    if (event.seq <= lastSeq) return;
+    lastSeq = event.seq;
+    if (options.json) options.out(JSON.stringify(event));
+    else {
+      const line = formatEvent(event);
+      if (line !== undefined) options.out(line);
+    }
+  };
+  const buffered: RunEvent[] = [];
+  let replaying = true;
+  const unlisten = handle.listen({
+    event: (event) => {
+      if (replaying) buffered.push(event);
+      else print(event);
+    },
+  });
+  for (const event of await host.store.readEvents(handle.runId)) print(event);
+  for (const event of buffered) print(event);
+  replaying = false;
+
+  let interrupted = false;
+  const onSignal = (): void => {
+    if (interrupted) {
+      options.err('second interrupt: exiting now');
+      process.exit(EXIT.interrupted);
+    }
+    interrupted = true;
+    options.err(`interrupting: stopping the in-flight attempt; resume later with: runwarden resume ${handle.runId}  (Ctrl-C again to exit at once)`);
+    void host.close();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const result = await handle.done;
+    return result.stopped === undefined ? { record: result.record, interrupted } : { record: result.record, interrupted, stopped: result.stopped };
+  } finally {
+    unlisten();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
