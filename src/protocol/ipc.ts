@@ -5,7 +5,11 @@
  * host drops any message that does not match a live claim.
  */
 import { z } from 'zod';
+import { ERROR_CODES, type ErrorCode } from './errors.js';
 import { CheckSchema, CustomEngineSchema } from './spec.js';
+
+/** Error codes a worker may report: the closed registry. */
+const errorCode = z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]);
 
 /** The protocol version. A worker refuses a dispatch of another version. */
 export const IPC_VERSION = 1;
@@ -97,7 +101,7 @@ export const ResultSchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({
     type: z.literal('error'),
-    code: z.string(),
+    code: errorCode,
     message: z.string(),
     output: z.string().optional(),
     usage: ExecutionUsageSchema.optional(),

@@ -1,0 +1,110 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cli, makeHome, tempDir, writeSpec } from '../helpers/cli.js';
+
+const ok = { name: 'ok', nodes: [{ id: 'a', kind: 'command', cmd: 'true' }] };
+
+/** What a home holds besides the config the test wrote. */
+function written(home: string): string[] {
+  return readdirSync(home).filter((n) => n !== 'config.json');
+}
+
+describe('bad input is refused with the field named, and writes nothing', () => {
+  const cases: Array<[string, unknown, RegExp]> = [
+    ['an unknown kind', { name: 'x', nodes: [{ id: 'a', kind: 'teleport' }] }, /nodes\[0\]\.kind: unknown node kind/],
+    ['an unknown field', { name: 'x', nodes: [{ id: 'a', kind: 'command', cmd: 'true', shell: true }] }, /nodes\[0\]\.shell: unknown field/],
+    ['a route to a missing node', { name: 'x', nodes: [{ id: 'r', kind: 'router', routes: [{ when: { type: 'always' }, to: 'ghost' }] }] }, /nodes\[0\]\.routes\[0\]\.to: route target 'ghost'/],
+    ['an expression string in when', { name: 'x', nodes: [{ id: 'r', kind: 'router', routes: [{ when: "node('a').failed", to: 'r' }] }] }, /nodes\[0\]\.routes\[0\]\.when: expected a condition object/],
+    ['empty nodes', { name: 'x', nodes: [] }, /nodes: a workflow needs at least one node/],
+    ['a cwd that does not exist', { name: 'x', cwd: '/definitely/not/here', nodes: [{ id: 'a', kind: 'command', cmd: 'true' }] }, /cwd: does not exist/],
+  ];
+  for (const [what, spec, message] of cases) {
+    it(what, async () => {
+      const home = makeHome();
+      const result = await cli(home, ['run', writeSpec(tempDir(), spec), '--wait']);
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr).toMatch(/error \[SPEC_INVALID\]/);
+      expect(result.stderr).toMatch(message);
+      expect(written(home)).toEqual([]);
+    });
+  }
+
+  it('a run id with a path in it', async () => {
+    const home = makeHome();
+    for (const args of [['--wait'], []]) {
+      const result = await cli(home, ['run', writeSpec(tempDir(), ok), '--id', '../x', ...args]);
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr).toContain("RUN_ID_INVALID]: --id: must not contain '..'");
+    }
+    expect(written(home)).toEqual([]);
+    expect(existsSync(join(home, '..', 'x'))).toBe(false);
+  });
+
+  it('a spec file that is missing or not JSON, and unknown flags', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    expect((await cli(home, ['run', join(dir, 'nope.json')])).stderr).toMatch(/SPEC_INVALID.*\n.*cannot read .*nope\.json: ENOENT/);
+    const notJson = join(dir, 'bad.json');
+    await import('node:fs').then((fs) => fs.writeFileSync(notJson, '{ nope'));
+    expect((await cli(home, ['run', notJson])).stderr).toContain('not valid JSON');
+    const flag = await cli(home, ['run', notJson, '--frobnicate']);
+    expect(flag.exitCode).toBe(2);
+    expect(flag.stderr).toContain("unknown option '--frobnicate'");
+    expect(written(home)).toEqual([]);
+  });
+
+  it('starting an id that exists is refused, clearly', async () => {
+    const home = makeHome();
+    const spec = writeSpec(tempDir(), ok);
+    expect((await cli(home, ['run', spec, '--id', 'dup', '--wait'])).exitCode).toBe(0);
+    const again = await cli(home, ['run', spec, '--id', 'dup', '--wait']);
+    expect(again.exitCode).toBe(2);
+    expect(again.stderr).toContain('RUN_EXISTS]: run dup already exists');
+    const json = await cli(home, ['run', spec, '--id', 'dup', '--wait', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual({ error: { code: 'RUN_EXISTS', message: expect.any(String), field: 'runId' } });
+  });
+
+  it('a bad config.json names the file and the field', async () => {
+    const home = makeHome({ heartbeatMs: 5 } as never);
+    const result = await cli(home, ['list']);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/CONFIG_INVALID.*config\.json is invalid:\n\s+heartbeatMs:/);
+  });
+});
+
+describe('the read commands', () => {
+  it('show --json gives the record with state, outcome, error, usage and per-node attempts', async () => {
+    const home = makeHome();
+    const spec = writeSpec(tempDir(), { name: 'two', nodes: [{ id: 'a', kind: 'command', cmd: 'true' }, { id: 'b', kind: 'command', cmd: 'false' }] });
+    const run = await cli(home, ['run', spec, '--id', 'shown', '--wait']);
+    expect(run.exitCode).toBe(1);
+    const shown = JSON.parse((await cli(home, ['show', 'shown', '--json'])).stdout);
+    expect(shown).toMatchObject({
+      runId: 'shown',
+      state: 'failed',
+      outcome: 'unverified',
+      error: { code: 'COMMAND_FAILED', node: 'b' },
+      usage: { executions: 2 },
+      nodes: {
+        a: { state: 'succeeded', attempts: [{ executions: ['shown/a/a1'], state: 'succeeded' }] },
+        b: { state: 'failed', attempts: [{ executions: ['shown/b/a1'], state: 'failed', error: { code: 'COMMAND_FAILED' } }] },
+      },
+      owner: null,
+    });
+    const human = await cli(home, ['show', 'shown']);
+    expect(human.stdout).toMatch(/state\s+failed · unverified/);
+    const events = await cli(home, ['events', 'shown', '--json']);
+    expect(events.stdout.trim().split('\n').map((l) => JSON.parse(l).seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    const missing = await cli(home, ['show', 'ghost']);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toContain('RUN_NOT_FOUND');
+  });
+
+  it('--help helps', async () => {
+    const result = await cli(makeHome(), ['--help']);
+    expect(result.exitCode).toBe(0);
+    for (const command of ['demo', 'run', 'list', 'show', 'events', 'resume', 'cancel', 'steer', 'approve', 'evidence', 'delete']) expect(result.stdout).toContain(command);
+    expect(result.stdout).not.toContain('background-host');
+  });
+});
