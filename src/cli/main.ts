@@ -70,7 +70,8 @@ async function withHost<T>(globals: Globals, fn: (host: Host) => Promise<T>): Pr
 
 /** Wait for a run in the foreground and report it. Returns the exit code. */
 async function waitAndReport(host: Host, handle: Awaited<ReturnType<Host['start']>>, json: boolean): Promise<number> {
-  const { record, interrupted, stopped } = await followRun(host, handle, { json, out, err });
+  const { record, interrupted, stopped, error } = await followRun(host, handle, { json, out, err });
+  if (error !== undefined) err(`error${isRunwardenError(error) ? ` [${error.code}]` : ''}: ${error.message}`);
   if (!json) summarize(host, record, stopped);
   if (interrupted && !TERMINAL_STATES.has(record.state)) return EXIT.interrupted;
   if (stopped !== undefined && !TERMINAL_STATES.has(record.state)) return EXIT.failed;

@@ -23,7 +23,7 @@ export interface FollowOptions {
 }
 
 /** Print the run's events until the driver stops; returns the final record and whether Ctrl-C stopped it. */
-export async function followRun(host: Host, handle: RunHandle, options: FollowOptions): Promise<{ record: RunRecord; interrupted: boolean; stopped?: string }> {
+export async function followRun(host: Host, handle: RunHandle, options: FollowOptions): Promise<{ record: RunRecord; interrupted: boolean; stopped?: string; error?: Error }> {
   let lastSeq = 0;
   const print = (event: RunEvent): void => {
     if (event.seq <= lastSeq) return;
@@ -60,7 +60,7 @@ export async function followRun(host: Host, handle: RunHandle, options: FollowOp
   process.on('SIGTERM', onSignal);
   try {
     const result = await handle.done;
-    return result.stopped === undefined ? { record: result.record, interrupted } : { record: result.record, interrupted, stopped: result.stopped };
+    return { record: result.record, interrupted, ...(result.stopped === undefined ? {} : { stopped: result.stopped }), ...(result.error === undefined ? {} : { error: result.error }) };
   } finally {
     unlisten();
     process.off('SIGINT', onSignal);

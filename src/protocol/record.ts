@@ -115,6 +115,13 @@ export interface RunRecord {
 /** How many applied control ids a record remembers. */
 export const RECENT_CONTROLS = 64;
 
+/**
+ * Output previews kept in the record, in characters. Events carry the longer
+ * preview and the artifact the whole output: the record stays small, so a
+ * commit's cost does not grow with the outputs of the run.
+ */
+export const RECORD_PREVIEW_CHARS = 200;
+
 /** A kernel bug or a corrupt log: an event that cannot follow the record. */
 export class RecordFoldError extends Error {
   constructor(message: string) {
@@ -251,7 +258,7 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
       const ok = event.type === 'node_succeeded';
       const attempt = finishAttempt(record, event.node, event.attempt, ok ? 'succeeded' : 'failed', event.ts);
       attempt.durationMs = event.durationMs;
-      if (event.output !== undefined) attempt.output = event.output;
+      if (event.output !== undefined) attempt.output = { ...event.output, preview: event.output.preview.slice(0, RECORD_PREVIEW_CHARS) };
       if (event.usage !== undefined) {
         attempt.usage = event.usage;
         addUsage(record.usage, event.usage);

@@ -103,6 +103,23 @@ describe('control across processes', () => {
     assertConsistent(home, 'g3');
   });
 
+  it('two processes starting the same run id at once: exactly one wins, every time, and runs its own spec', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    const spec = (name: string) => writeSpec(dir, { name, cwd: dir, nodes: [{ id: 'x', kind: 'command', cmd: 'true' }] }, `${name}.json`);
+    const [a, b] = [spec('from-a'), spec('from-b')];
+    for (let i = 0; i < 5; i++) {
+      const id = `same-${i}`;
+      const [ra, rb] = await Promise.all([cli(home, ['run', a, '--id', id, '--wait']), cli(home, ['run', b, '--id', id, '--wait'])]);
+      expect([ra.exitCode, rb.exitCode].sort()).toEqual([0, 2]);
+      const [winner, loser] = ra.exitCode === 0 ? ['from-a', rb] : ['from-b', ra];
+      expect(loser.stderr).toContain(`RUN_EXISTS]: run ${id} already exists`);
+      expect(readCheckpoint(home, id)).toMatchObject({ name: winner, state: 'completed' });
+      expect(JSON.parse(readFileSync(join(home, 'runs', id, 'spec.json'), 'utf8')).name).toBe(winner);
+      assertConsistent(home, id);
+    }
+  });
+
   it('two processes resume the same run: one drives it, the other is refused by pid and host', async () => {
     const home = makeHome();
     const dir = tempDir();
