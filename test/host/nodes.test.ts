@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { simpleGit } from 'simple-git';
 import { describe, expect, it } from 'vitest';
-import { assertConsistent, cli, makeHome, markNode, marks, readCheckpoint, readEvents, tempDir, writeSpec } from '../helpers/cli.js';
+import { assertConsistent, cli, makeHome, markNode, marks, readCheckpoint, readEvents, spawnCli, tempDir, waitFor, writeSpec } from '../helpers/cli.js';
 
 async function gitRepo(): Promise<string> {
   const dir = tempDir('rw-repo-');
@@ -154,6 +154,20 @@ describe('subflows', () => {
     expect(all.map((r) => r.runId).sort()).toEqual(['p', 'p.sub.a1']);
     const deleted = await cli(home, ['delete', 'p', '--json']);
     expect(JSON.parse(deleted.stdout)).toEqual({ deleted: ['p.sub.a1', 'p'] });
+  });
+
+  it('cancelling the parent cancels the child run it is waiting on', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    const spec = writeSpec(dir, { name: 'parent', cwd: dir, nodes: [{ id: 'sub', kind: 'subflow', workflow: { name: 'child', nodes: [{ id: 'slow', kind: 'command', cmd: 'sleep', args: ['30'] }] } }] });
+    const owner = spawnCli(home, ['run', spec, '--id', 'pcx', '--wait']);
+    await waitFor(() => readEvents(home, 'pcx.sub.a1').some((e) => e.type === 'node_started'), 'the child node');
+    expect((await cli(home, ['cancel', 'pcx'])).exitCode).toBe(0);
+    expect((await owner).exitCode).toBe(1);
+    expect(readCheckpoint(home, 'pcx')).toMatchObject({ state: 'cancelled', error: { code: 'CANCELLED' } });
+    expect(readCheckpoint(home, 'pcx.sub.a1')).toMatchObject({ state: 'cancelled' });
+    assertConsistent(home, 'pcx');
+    assertConsistent(home, 'pcx.sub.a1');
   });
 
   it('refuses a subflow cycle and nesting past the bound, naming the field', async () => {

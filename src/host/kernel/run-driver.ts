@@ -528,7 +528,8 @@ export class RunDriver {
     });
     const durationMs = Date.now() - started;
     const usage = result.status === 'ended' ? result.record.usage : undefined;
-    if (result.status === 'stopped') {
+    // A child that ended because this run is stopping (a cancel passed down) is a stop, not a failure.
+    if (result.status === 'stopped' || this.#stop !== undefined) {
       await this.#settleAttempt(node, next.attempt, next.visit, { kind: 'stopped', usage: { executions: 0, durationMs, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 }, durationMs });
       return;
     }

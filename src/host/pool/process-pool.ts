@@ -163,19 +163,22 @@ export class ProcessPool {
     this.#stats.workersStarted += 1;
     this.#workers.add(worker);
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     try {
       await Promise.race([
         worker.ready,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`worker ${worker.pid} did not report ready within ${this.#options.startTimeoutMs} ms`)), this.#options.startTimeoutMs);
+          onAbort = () => reject(new Error('aborted'));
+          signal.addEventListener('abort', onAbort, { once: true });
         }),
-        new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true })),
       ]);
     } catch (err) {
       await worker.stop({ notify: false, graceMs: 0 });
       throw err;
     } finally {
       clearTimeout(timer);
+      if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
     }
     return worker;
   }
