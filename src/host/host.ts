@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { LeaseHeldError, RunwardenError } from '../protocol/errors.js';
+import { LeaseHeldError, RunwardenError, isRunwardenError } from '../protocol/errors.js';
 import { TERMINAL_STATES, type RunEvent, type SecretRef } from '../protocol/events.js';
 import { assertRunId, newRunId } from '../protocol/ids.js';
 import { createRecord, type RunRecord } from '../protocol/record.js';
@@ -247,18 +247,28 @@ export class Host {
 
   async #runChild(request: ChildRunRequest): Promise<ChildRunResult> {
     const secrets = childSecrets(request.secrets, request.secretPrefix);
+    const parent = request.parent;
     let driver: RunDriver;
-    const existing = await this.store.load(request.childRunId);
-    if (existing !== undefined) {
-      if (TERMINAL_STATES.has(existing.record.state)) return { status: 'ended', record: existing.record };
-      const { guard, run } = await this.#acquire(request.childRunId);
-      driver = new RunDriver(this.#deps(), { guard, spec: run.spec, record: run.record, secrets });
-    } else {
-      const secretRefs = request.parent.secrets
-        .filter((r) => r.ref.startsWith(`${request.secretPrefix}/`))
-        .map((r) => ({ ...r, ref: r.ref.slice(request.secretPrefix.length) }));
-      const { guard, record } = await this.#create(request.childRunId, request.spec, secretRefs, { record: request.parent, node: request.parentNode });
-      driver = new RunDriver(this.#deps(), { guard, spec: request.spec, record, secrets });
+    const existing = request.adopt ? await this.store.load(request.childRunId) : undefined;
+    try {
+      if (existing !== undefined) {
+        // Adopt only this node's own child: never another run that happens to hold the id.
+        if (existing.record.parentRunId !== parent.runId || existing.record.parentNode !== request.parentNode) {
+          return { status: 'refused', message: `run id ${request.childRunId} is taken by a run that is not the child of ${parent.runId} node ${request.parentNode}` };
+        }
+        if (TERMINAL_STATES.has(existing.record.state)) return { status: 'ended', record: existing.record };
+        const { guard, run } = await this.#acquire(request.childRunId);
+        driver = new RunDriver(this.#deps(), { guard, spec: run.spec, record: run.record, secrets });
+      } else {
+        const secretRefs = parent.secrets.filter((r) => r.ref.startsWith(`${request.secretPrefix}/`)).map((r) => ({ ...r, ref: r.ref.slice(request.secretPrefix.length) }));
+        const { guard, record } = await this.#create(request.childRunId, request.spec, secretRefs, { record: parent, node: request.parentNode });
+        driver = new RunDriver(this.#deps(), { guard, spec: request.spec, record, secrets });
+      }
+    } catch (err) {
+      if (isRunwardenError(err) && (err.code === 'RUN_EXISTS' || err.code === 'LEASE_HELD' || err.code === 'STORE_BLOCKED')) {
+        return { status: 'refused', message: `cannot start child run ${request.childRunId}: ${err.message}` };
+      }
+      throw err;
     }
     const handle = this.#drive(driver);
     const onAbort = (): void => {

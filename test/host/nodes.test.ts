@@ -170,6 +170,19 @@ describe('subflows', () => {
     assertConsistent(home, 'pcx.sub.a1');
   });
 
+  it('never adopts an unrelated run that holds the child id: the subflow fails clearly instead', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    const squatter = writeSpec(dir, { name: 'squatter', contract: { checks: [{ type: 'command', cmd: 'true' }] }, nodes: [{ id: 'x', kind: 'command', cmd: 'true' }] }, 'squatter.json');
+    expect((await cli(home, ['run', squatter, '--id', 'q.gate.a1', '--wait'])).exitCode).toBe(0);
+    const mark = join(dir, 'marks');
+    const spec = writeSpec(dir, { name: 'q', cwd: dir, nodes: [{ id: 'gate', kind: 'subflow', workflow: { name: 'must-fail', contract: { checks: [{ type: 'command', cmd: 'false' }] }, nodes: [markNode('x', mark)] } }] });
+    const result = await cli(home, ['run', spec, '--id', 'q', '--wait']);
+    expect(result.exitCode).toBe(1);
+    expect(readCheckpoint(home, 'q')).toMatchObject({ state: 'failed', outcome: 'unverified', error: { code: 'SUBFLOW_FAILED', message: expect.stringContaining('q.gate.a1') } });
+    expect(readCheckpoint(home, 'q.gate.a1').name).toBe('squatter');
+  });
+
   it('refuses a subflow cycle and nesting past the bound, naming the field', async () => {
     const home = makeHome();
     const dir = tempDir();

@@ -50,13 +50,19 @@ export interface ChildRunRequest {
   parent: RunRecord;
   parentNode: string;
   childRunId: string;
+  /** Continue the child run an earlier attempt started (after a crash or interruption), rather than create it. */
+  adopt: boolean;
   spec: WorkflowSpec;
   secrets: SecretMap;
   secretPrefix: string;
   signal: AbortSignal;
 }
 
-export type ChildRunResult = { status: 'ended'; record: RunRecord } | { status: 'stopped' };
+export type ChildRunResult =
+  | { status: 'ended'; record: RunRecord }
+  | { status: 'stopped' }
+  /** The child could not be started or adopted (its id is taken by another run, or held elsewhere). */
+  | { status: 'refused'; message: string };
 
 export interface DriveResult {
   record: RunRecord;
@@ -521,6 +527,7 @@ export class RunDriver {
       parent: this.#record,
       parentNode: node.id,
       childRunId,
+      adopt,
       spec: node.workflow,
       secrets: this.#secrets,
       secretPrefix: `/nodes/${index}/workflow`,
@@ -531,6 +538,11 @@ export class RunDriver {
     // A child that ended because this run is stopping (a cancel passed down) is a stop, not a failure.
     if (result.status === 'stopped' || this.#stop !== undefined) {
       await this.#settleAttempt(node, next.attempt, next.visit, { kind: 'stopped', usage: { executions: 0, durationMs, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 }, durationMs });
+      return;
+    }
+    if (result.status === 'refused') {
+      const error: ErrorInfo = { code: 'SUBFLOW_FAILED', message: result.message, node: node.id };
+      await this.commit(this.#failureEvents(node, { type: 'node_failed', node: node.id, attempt: next.attempt, durationMs, error }, error));
       return;
     }
     const child = result.record;
