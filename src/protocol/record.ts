@@ -39,6 +39,8 @@ export interface AttemptRecord {
   usage?: Usage;
   childRunId?: string;
   evidenceId?: string;
+  /** Steers this attempt carried; they return to the run's pending steers if it does not complete. */
+  steers?: Array<{ id: string; text: string; at: string }>;
 }
 
 export interface NodeRecord {
@@ -239,6 +241,7 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
       if (WORKSPACE_KINDS.has(node.kind)) record.sideEffectSeq += 1;
       if (event.steer !== undefined) {
         const used = new Set(event.steer.ids);
+        attempt.steers = record.pendingSteers.filter((s) => used.has(s.id));
         record.pendingSteers = record.pendingSteers.filter((s) => !used.has(s.id));
       }
       return;
@@ -250,6 +253,7 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
       if (event.type === 'node_requeued') attempt.error = event.error;
       node.state = 'pending';
       node.resumeAs = event.type === 'node_requeued' ? 'requeue' : 'resume';
+      returnSteers(record, attempt);
       return;
     }
     case 'node_succeeded':
@@ -268,6 +272,7 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
       if (event.type === 'node_failed') attempt.error = event.error;
       if (event.type === 'node_succeeded') record.cursor = event.next;
       else if (event.retryInMs !== undefined) {
+        returnSteers(record, attempt);
         node.resumeAs = 'retry';
         node.retryAt = new Date(Date.parse(event.ts) + event.retryInMs).toISOString();
       } else if (event.next !== undefined) record.cursor = event.next;
@@ -332,6 +337,13 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
     case 'log':
       return;
   }
+}
+
+/** An attempt that did not complete gives its steers back, ahead of newer ones: a steer is never dropped. */
+function returnSteers(record: RunRecord, attempt: AttemptRecord): void {
+  if (attempt.steers === undefined || attempt.steers.length === 0) return;
+  const pending = new Set(record.pendingSteers.map((s) => s.id));
+  record.pendingSteers = [...attempt.steers.filter((s) => !pending.has(s.id)), ...record.pendingSteers];
 }
 
 function nodeOf(record: RunRecord, id: string): NodeRecord {

@@ -60,6 +60,37 @@ describe('control across processes', () => {
     expect(readEvents(home, 'st').find((e) => e.type === 'node_started' && e.node === 'think')).toMatchObject({ steer: { text: 'Use British spelling.\n\nBe brief.' } });
   });
 
+  it('a steer carried by an attempt that is lost or retried goes to the next attempt', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    const go = join(dir, 'go');
+    // Attempt 1 records its prompt and stalls (its worker is then killed); attempt 2 fails; attempt 3 succeeds.
+    const engine = [
+      'p=$(cat); n=$(ls prompt-*.txt 2>/dev/null | wc -l); printf %s "$p" > prompt-$n.txt',
+      'if [ "$n" -eq 0 ]; then echo $PPID > worker.pid; sleep 30; fi',
+      'if [ "$n" -eq 1 ]; then exit 5; fi',
+      'echo done',
+    ].join('\n');
+    const spec = writeSpec(dir, {
+      name: 'steer-loss',
+      cwd: dir,
+      nodes: [
+        { id: 'wait', kind: 'command', cmd: 'sh', args: ['-c', `while [ ! -f "${go}" ]; do sleep 0.05; done`] },
+        { id: 'agent', kind: 'agent', engine: 'custom', customEngine: { bin: 'sh', args: ['-c', engine], promptVia: 'stdin' }, prompt: 'BASE', retry: { max: 1, backoffMs: 0 } },
+      ],
+    });
+    const owner = spawnCli(home, ['run', spec, '--id', 'sl', '--wait']);
+    await waitFor(() => readEvents(home, 'sl').some((e) => e.type === 'node_started' && e.node === 'wait'), 'the first node');
+    expect((await cli(home, ['steer', 'sl', 'S1'])).exitCode).toBe(0);
+    await import('node:fs').then((fs) => fs.writeFileSync(go, ''));
+    const workerPid = Number(await waitFor(() => existsSync(join(dir, 'worker.pid')) && readFileSync(join(dir, 'worker.pid'), 'utf8').trim(), 'attempt 1'));
+    process.kill(workerPid, 'SIGKILL');
+    expect((await owner).exitCode).toBe(0);
+    for (const n of [0, 1, 2]) expect(readFileSync(join(dir, `prompt-${n}.txt`), 'utf8')).toBe('S1\n\nBASE');
+    expect(readCheckpoint(home, 'sl').pendingSteers).toEqual([]);
+    assertConsistent(home, 'sl');
+  });
+
   it('a human gate parks the run until approve; reject fails it', async () => {
     const home = makeHome();
     const dir = tempDir();
