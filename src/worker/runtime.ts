@@ -7,7 +7,11 @@
  * The worker leads its own process group, and every program it starts joins
  * that group. When the host goes away (the IPC channel closes — the host
  * exited or was killed) the worker kills its group, itself included, so no
- * execution outlives the host that owned it.
+ * execution outlives the host that owned it. Asked to stop (a `shutdown`
+ * message or SIGTERM), it stops its execution — the program tree gets SIGTERM,
+ * then SIGKILL after the grace — and exits only once that is done, still
+ * watching the channel: a host that dies during the grace still takes the
+ * whole group with it.
  */
 import { IPC_VERSION, HostMessageSchema, type ExecutionResult, type HostMessage, type Task, type WorkerMessage } from '../protocol/ipc.js';
 import { executeAgent } from './executors/agent.js';
@@ -28,6 +32,7 @@ interface Current {
   executionId: string;
   fence: number;
   controller: AbortController;
+  settled: Promise<void>;
 }
 
 /** Run the worker loop on this process's IPC channel. */
@@ -40,6 +45,7 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
   const killGraceMs = options.killGraceMs ?? 5000;
   const maxOutputBytes = options.maxOutputBytes ?? 1_048_576;
   let current: Current | undefined;
+  let stopping = false;
 
   const post = (message: WorkerMessage): void => {
     if (process.connected) send(message);
@@ -65,34 +71,45 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
     const message: HostMessage = parsed.data;
     switch (message.type) {
       case 'dispatch': {
-        if (current !== undefined) {
+        if (current !== undefined || stopping) {
           post({
             v: IPC_VERSION,
             type: 'result',
             executionId: message.executionId,
             fence: message.fence,
-            result: { type: 'error', code: 'EXECUTOR_FAILED', message: `worker ${process.pid} is busy with ${current.executionId}` },
+            result: { type: 'error', code: 'EXECUTOR_FAILED', message: `worker ${process.pid} is ${stopping ? 'stopping' : `busy with ${current!.executionId}`}` },
           });
           return;
         }
-        const running: Current = { executionId: message.executionId, fence: message.fence, controller: new AbortController() };
-        current = running;
-        void execute(message, running).finally(() => {
+        const controller = new AbortController();
+        const running: Current = { executionId: message.executionId, fence: message.fence, controller, settled: Promise.resolve() };
+        running.settled = execute(message, running).finally(() => {
           if (current === running) current = undefined;
         });
+        current = running;
         return;
       }
       case 'cancel':
         if (current?.executionId === message.executionId && current.fence === message.fence) current.controller.abort(message.reason);
         return;
       case 'shutdown':
-        current?.controller.abort('shutdown');
-        process.off('disconnect', killGroupAndExit);
-        process.disconnect();
-        setTimeout(() => process.exit(0), 50).unref();
+        void stop(0);
         return;
     }
   });
+
+  /** Stop the execution (its program tree is terminated with the grace), then exit. */
+  async function stop(code: number): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    const running = current;
+    running?.controller.abort('shutdown');
+    await running?.settled;
+    process.off('disconnect', killGroupAndExit);
+    process.exit(code);
+  }
+  process.on('SIGTERM', () => void stop(143));
+  process.on('SIGINT', () => undefined); // a terminal's Ctrl-C is for the host, which stops us itself
 
   async function execute(message: Extract<HostMessage, { type: 'dispatch' }>, running: Current): Promise<void> {
     const ids = { executionId: message.executionId, fence: message.fence };

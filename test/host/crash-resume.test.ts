@@ -64,6 +64,21 @@ describe('the host dies, a new host resumes at a node boundary', () => {
     expect(readCheckpoint(home, 'midnode').nodes.b!.attempts.map((a) => a.state)).toEqual(['lost', 'succeeded']);
   });
 
+  it('a host killed during the grace of a graceful stop still takes its programs with it', async () => {
+    const home = makeHome({ killGraceMs: 3000 });
+    const dir = tempDir();
+    const pidFile = join(dir, 'stubborn.pid');
+    const specPath = writeSpec(dir, { name: 'stubborn', cwd: dir, nodes: [{ id: 'a', kind: 'command', cmd: 'sh', args: ['-c', `trap "" TERM INT; echo $$ > "${pidFile}"; sleep 20`] }] });
+    const host = spawnCli(home, ['run', specPath, '--id', 'stub', '--wait']);
+    const pid = Number(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim(), 'the node'));
+    host.kill('SIGTERM'); // what systemd and docker send first…
+    await new Promise((r) => setTimeout(r, 300));
+    expect(isRunning(pid)).toBe(true); // the program ignores SIGTERM and is inside its grace
+    host.kill('SIGKILL'); // …and then, before the grace is over
+    await host;
+    await waitFor(() => !isRunning(pid), 'the program to die with its host', 3000);
+  });
+
   it('a node the router skipped is not run by a resume (the cursor, not the first pending node)', async () => {
     const home = makeHome();
     const dir = tempDir();
