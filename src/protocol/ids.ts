@@ -2,8 +2,9 @@
  * Run, node and execution identifiers.
  *
  * Run ids name a directory in the file store, so they are restricted to a safe
- * character set: `[A-Za-z0-9_][A-Za-z0-9._-]*`, at most {@link MAX_RUN_ID_LENGTH}
- * characters, never containing `..`.
+ * character set: letters, digits, `.`, `_` and `-`, not starting with `.` or
+ * `-`, not ending with `.`, at most {@link MAX_RUN_ID_LENGTH} characters, never
+ * containing `..`.
  */
 import { randomBytes } from 'node:crypto';
 import { RunwardenError } from './errors.js';
@@ -11,7 +12,7 @@ import { RunwardenError } from './errors.js';
 /** The longest run id accepted, in characters. */
 export const MAX_RUN_ID_LENGTH = 128;
 
-const RUN_ID = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+const RUN_ID = /^[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$/;
 
 /**
  * Node ids and fan-out member names: the run-id set, at most 64 characters,
@@ -26,7 +27,7 @@ export function runIdProblem(id: unknown): string | undefined {
   if (id.length > MAX_RUN_ID_LENGTH) return `must be at most ${MAX_RUN_ID_LENGTH} characters (received ${id.length})`;
   if (id.includes('..')) return `must not contain '..' (received '${id}')`;
   if (!RUN_ID.test(id)) {
-    return `may contain only letters, digits, '.', '_' and '-', and must not start with '.' or '-' (received '${id}')`;
+    return `may contain only letters, digits, '.', '_' and '-', must not start with '.' or '-' and must not end with '.' (received '${id}')`;
   }
   return undefined;
 }

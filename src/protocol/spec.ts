@@ -22,7 +22,8 @@ const nonEmpty = z.string().min(1, 'must not be empty');
 const nodeId = z
   .string()
   .regex(NODE_ID, "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter, digit or '_' and not ending with '.'")
-  .refine((s) => !s.includes('..'), "must not contain '..'");
+  .refine((s) => !s.includes('..'), "must not contain '..'")
+  .refine((s) => s !== '__proto__', "'__proto__' is reserved");
 const durationMs = z.number().int('must be an integer number of milliseconds').min(1, 'must be at least 1 ms').max(MAX_TIMEOUT_MS, 'must be at most 7 days');
 const envMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name'), z.string());
 /** A path relative to the run's cwd that stays inside it. */

@@ -66,6 +66,7 @@ describe('WorkflowSpec', () => {
     expect(issuesOf({ name: 'x', nodes: [] })[0]).toMatchObject({ path: 'nodes', message: expect.stringContaining('at least one node') });
     expect(issuesOf({ name: 'x', nodes: [node({}), node({})] })[0]).toMatchObject({ path: 'nodes[1].id', message: expect.stringContaining('duplicate') });
     expect(issuesOf({ name: 'x', nodes: [node({ id: '..' })] })[0]!.path).toBe('nodes[0].id');
+    expect(issuesOf({ name: 'x', nodes: [node({ id: '__proto__' })] })[0]).toEqual({ path: 'nodes[0].id', message: "'__proto__' is reserved" });
     expect(issuesOf({ name: 'x', nodes: [node({ next: 'nowhere' })] })[0]!.path).toBe('nodes[0].next');
   });
 
@@ -111,7 +112,7 @@ describe('WorkflowSpec', () => {
 
 describe('run ids', () => {
   it('refuses path tricks and bounds the length', () => {
-    for (const bad of ['../x', 'a/b', '..', '', '.hidden', 'a\\b', 'x'.repeat(129), 'a..b']) {
+    for (const bad of ['../x', 'a/b', '..', '', '.hidden', 'a\\b', 'x'.repeat(129), 'a..b', 'trailing.', 'ünïcode']) {
       expect(() => assertRunId(bad), bad).toThrowError(expect.objectContaining({ code: 'RUN_ID_INVALID' }));
     }
     expect(() => assertRunId('run-abc_1.2')).not.toThrow();
