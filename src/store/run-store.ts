@@ -141,6 +141,11 @@ export interface RunStore {
   delete(guard: RunGuard): Promise<CommitStatus>;
   /** Whether a lease's holder is alive (same machine: its process; elsewhere: its heartbeat). */
   isLeaseLive(lease: LeaseRecord): boolean;
+  /**
+   * Whether `guard` is still the run's current lease, read without the lock.
+   * An owner checks this between commits so it learns of a takeover before its next write.
+   */
+  isCurrent(guard: RunGuard): Promise<boolean>;
   list(options?: ListOptions): Promise<RunSummary[]>;
   /** Events with seq > `afterSeq`, in order. A torn last line is not returned. */
   readEvents(runId: string, afterSeq?: number): Promise<RunEvent[]>;

@@ -151,6 +151,23 @@ describe('control across processes', () => {
     }
   });
 
+  it('an owner whose lease was taken over (here: lease.json removed under it) stops its executions within a second or two', async () => {
+    const home = makeHome({ leaseRenewMs: 60_000 }); // the check between commits, not the lease renewal, must notice
+    const dir = tempDir();
+    const script = `n=$(ls start-* 2>/dev/null | wc -l); echo $$ > start-$n; if [ "$n" -eq 0 ]; then sleep 30; fi`;
+    const spec = writeSpec(dir, { name: 'taken', cwd: dir, nodes: [{ id: 'a', kind: 'command', cmd: 'sh', args: ['-c', script] }] });
+    const first = spawnCli(home, ['run', spec, '--id', 'tk', '--wait']);
+    const oldPid = Number(await waitFor(() => existsSync(join(dir, 'start-0')) && readFileSync(join(dir, 'start-0'), 'utf8').trim(), 'the first attempt'));
+    await import('node:fs').then((fs) => fs.rmSync(join(home, 'runs/tk/lease.json')));
+    const second = await cli(home, ['resume', 'tk', '--wait']);
+    expect(second.exitCode, second.stderr).toBe(0);
+    await waitFor(() => !isRunning(oldPid), "the superseded owner's program to be stopped", 3000);
+    const firstResult = await first;
+    expect(firstResult.exitCode).toBe(1);
+    expect(String(firstResult.stdout)).toContain('superseded');
+    assertConsistent(home, 'tk');
+  });
+
   it('two processes resume the same run: one drives it, the other is refused by pid and host', async () => {
     const home = makeHome();
     const dir = tempDir();

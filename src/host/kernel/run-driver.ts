@@ -139,7 +139,15 @@ export class RunDriver {
    */
   async drive(): Promise<DriveResult> {
     this.#deps.leases.hold(this.#guard, () => this.#requestStop('superseded'));
-    this.#inboxTimer = setInterval(() => void this.#drainInbox(), this.#deps.options.controlPollMs);
+    // One timer for the control inbox and for noticing a takeover between commits (at most once a second).
+    let lastGuardCheck = Date.now();
+    this.#inboxTimer = setInterval(() => {
+      void this.#drainInbox();
+      if (Date.now() - lastGuardCheck >= 1000) {
+        lastGuardCheck = Date.now();
+        void this.#checkGuard();
+      }
+    }, this.#deps.options.controlPollMs);
     this.#inboxTimer.unref();
     try {
       await this.#drainInbox();
@@ -184,6 +192,15 @@ export class RunDriver {
         if (released !== 'committed') this.#deps.logger.warn({ runId: this.runId, status: released }, 'lease release did not commit');
       }
       for (const wake of this.#waiters) wake();
+    }
+  }
+
+  async #checkGuard(): Promise<void> {
+    if (this.#stop === 'superseded' || this.#ended()) return;
+    const current = await this.#deps.store.isCurrent(this.#guard).catch(() => true);
+    if (!current) {
+      this.#deps.logger.warn({ runId: this.runId, fence: this.#guard.fence }, 'lease taken over; stopping this owner and its executions');
+      this.#requestStop('superseded');
     }
   }
 

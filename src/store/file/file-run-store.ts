@@ -298,6 +298,10 @@ export class FileRunStore implements RunStore {
     }
   }
 
+  async isCurrent(guard: RunGuard): Promise<boolean> {
+    return this.#guardIsCurrent(this.#dir(guard.runId), guard);
+  }
+
   async #guardIsCurrent(dir: string, guard: RunGuard): Promise<boolean> {
     const lease = await readJsonLoose<LeaseRecord>(join(dir, 'lease.json'));
     return (
