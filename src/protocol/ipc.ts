@@ -43,15 +43,25 @@ export const AgentTaskSchema = z.strictObject({
   session: z.string(),
 });
 
+/** What the working-tree digest covers besides HEAD, the diff and untracked files. */
+export const DigestScopeSchema = z.strictObject({
+  /** Absolute paths hashed whatever git says of them (the targets of `file` checks, even when ignored). */
+  include: z.array(z.string()),
+  /** Absolute paths left out (the run store, when it sits inside the repository). */
+  exclude: z.array(z.string()),
+});
+export type DigestScope = z.infer<typeof DigestScopeSchema>;
+
 /** Run a contract's checks and digest the working tree. */
 export const VerifyTaskSchema = z.strictObject({
   kind: z.literal('verify'),
   cwd: z.string(),
   checks: z.array(CheckSchema),
+  scope: DigestScopeSchema,
 });
 
 /** Digest the working tree only. */
-export const DigestTaskSchema = z.strictObject({ kind: z.literal('digest'), cwd: z.string() });
+export const DigestTaskSchema = z.strictObject({ kind: z.literal('digest'), cwd: z.string(), scope: DigestScopeSchema });
 
 export const TaskSchema = z.discriminatedUnion('kind', [CommandTaskSchema, AgentTaskSchema, VerifyTaskSchema, DigestTaskSchema]);
 export type Task = z.infer<typeof TaskSchema>;

@@ -150,7 +150,7 @@ async function runTask(task: Task, ctx: ExecutorContext): Promise<ExecutionResul
     case 'verify':
       return executeVerify(task, ctx);
     case 'digest': {
-      const { digest } = await workspaceDigest(task.cwd, ctx.signal);
+      const { digest } = await workspaceDigest(task.cwd, task.scope, ctx.signal);
       return { type: 'ok', output: digest ?? '', digest, usage: { cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 } };
     }
   }

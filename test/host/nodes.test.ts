@@ -49,6 +49,33 @@ describe('verdicts and the terminal barrier', () => {
     expect(record.outcomeReason).toContain('changed after the last passing verdict');
   });
 
+  it('a file check covers its target even when git ignores it', async () => {
+    const home = makeHome();
+    const repo = await gitRepo();
+    writeFileSync(join(repo, '.gitignore'), 'marker.txt\n');
+    const spec = writeSpec(repo, {
+      name: 'ignored',
+      cwd: repo,
+      contract: { checks: [{ type: 'file', path: 'marker.txt', matches: '^ok' }] },
+      nodes: [
+        { id: 'mk', kind: 'command', cmd: 'sh', args: ['-c', 'echo ok > marker.txt'] },
+        { id: 'verify', kind: 'verifier', contract: 'run' },
+        { id: 'break', kind: 'command', cmd: 'sh', args: ['-c', 'echo broken > marker.txt'] },
+      ],
+    }, '.spec.json');
+    expect((await cli(home, ['run', spec, '--id', 'ig', '--wait'])).exitCode).toBe(0);
+    expect(readCheckpoint(home, 'ig')).toMatchObject({ state: 'completed', outcome: 'unverified', outcomeReason: expect.stringContaining('changed after the last passing verdict') });
+  });
+
+  it('a store inside the repository is not part of the tree the verdict describes', async () => {
+    const repo = await gitRepo();
+    const home = join(repo, '.runwarden');
+    writeSpec(home, { heartbeatTimeoutMs: 1500, killGraceMs: 500 }, 'config.json');
+    const spec = writeSpec(repo, { name: 'inside', cwd: repo, contract: { checks: [check('README')] }, nodes: [{ id: 'verify', kind: 'verifier', contract: 'run' }, { id: 'after', kind: 'command', cmd: 'true' }] }, '.spec.json');
+    expect((await cli(home, ['run', spec, '--id', 'in', '--wait'])).exitCode).toBe(0);
+    expect(readCheckpoint(home, 'in')).toMatchObject({ state: 'completed', outcome: 'verified' });
+  });
+
   it('a failing contract refutes the run (exit 1), with evidence on disk', async () => {
     const home = makeHome();
     const dir = tempDir();

@@ -4,7 +4,7 @@
  * The kernel never does node work itself; everything here goes to a worker.
  */
 import { resolve } from 'node:path';
-import type { Task, TaskOf } from '../../protocol/ipc.js';
+import type { DigestScope, Task, TaskOf } from '../../protocol/ipc.js';
 import { executionId } from '../../protocol/ids.js';
 import type { CustomEngine, FanoutMember, NodeOf, WorkflowSpec } from '../../protocol/spec.js';
 import type { ExecutionOutcome } from '../pool/process-pool.js';
@@ -26,6 +26,8 @@ export interface AttemptContext {
   /** Steering text to put before agent prompts, if any. */
   steer?: string;
   secrets: SecretMap;
+  /** What verdict digests cover: the same for every verdict of the run and for the final re-check. */
+  digestScope: DigestScope;
   signal: AbortSignal;
   dispatch(executionId: string, task: Task, timeoutMs: number, signal: AbortSignal): Promise<ExecutionOutcome>;
 }
@@ -36,6 +38,22 @@ export function plannedExecutions(node: ExecutingNode, runId: string, attempt: n
   const ids = node.agents.map((m) => executionId(runId, node.id, attempt, m.name));
   if (node.synthesize) ids.push(executionId(runId, node.id, attempt, SYNTHESIS_MEMBER));
   return ids;
+}
+
+/**
+ * The digest scope of a run's verdicts: the targets of every `file` check its
+ * verifiers run (hashed even when git ignores them), and the store (left out
+ * when it sits inside the repository).
+ */
+export function digestScope(spec: WorkflowSpec, storeHome: string): DigestScope {
+  const include: string[] = [];
+  for (const node of spec.nodes) {
+    if (node.kind !== 'verifier') continue;
+    const contract = node.contract === 'run' ? spec.contract : node.contract;
+    const cwd = resolve(spec.cwd ?? '.', node.cwd ?? '.');
+    for (const check of contract?.checks ?? []) if (check.type === 'file') include.push(resolve(cwd, check.path));
+  }
+  return { include: [...new Set(include)].sort(), exclude: [storeHome] };
 }
 
 /** The default timeout of a verifier: enough for every check to use its own timeout. */
@@ -58,7 +76,7 @@ export async function runNodeAttempt(node: ExecutingNode, ctx: AttemptContext): 
       return one(agentTask(ctx, node.id, cwd, withSteer(ctx.steer, node.prompt), node, `/nodes/${nodeIndex}/customEngine`));
     case 'verifier': {
       const contract = node.contract === 'run' ? ctx.spec.contract : node.contract;
-      return one({ kind: 'verify', cwd, checks: contract?.checks ?? [] });
+      return one({ kind: 'verify', cwd, checks: contract?.checks ?? [], scope: ctx.digestScope });
     }
     case 'fanout':
       return runFanout(node, nodeIndex, cwd, ctx);

@@ -30,7 +30,7 @@ import type { Scheduler } from '../scheduler.js';
 import type { SecretMap } from '../spec-loader.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { evidenceArtifacts, evidenceId } from './evidence.js';
-import { plannedExecutions, runNodeAttempt, verifierTimeoutMs, type ExecutingNode } from './node-attempt.js';
+import { digestScope, plannedExecutions, runNodeAttempt, verifierTimeoutMs, type ExecutingNode } from './node-attempt.js';
 
 export type StopReason = 'cancel' | 'interrupt' | 'superseded';
 
@@ -434,6 +434,7 @@ export class RunDriver {
       timeoutMs,
       ...(steer === undefined ? {} : { steer }),
       secrets: this.#secrets,
+      digestScope: digestScope(this.#spec, this.#deps.options.home),
       signal: this.#abort.signal,
       dispatch: (id, task, ms, signal) => this.#dispatch(id, task, ms, signal),
     });
@@ -634,7 +635,11 @@ export class RunDriver {
     let reason: string | undefined;
     if (verdict.digest === null) reason = 'a workspace-touching node ran after the last passing verdict, and the tree cannot be digested (not a git repository)';
     else {
-      const outcome = await this.#dispatch(`${this.runId}/__finish/digest-${this.#record.seq}`, { kind: 'digest', cwd: this.#record.cwd }, this.#deps.options.defaultTimeoutMs, this.#abort.signal);
+      // Re-digest exactly as the verdict was digested: a subflow's verdict with its child spec's scope.
+      const verdictNode = findNode(this.#spec, verdict.node);
+      const verdictSpec = verdict.childRunId !== undefined && verdictNode?.kind === 'subflow' && typeof verdictNode.workflow === 'object' ? verdictNode.workflow : this.#spec;
+      const task: Task = { kind: 'digest', cwd: verdictSpec.cwd ?? this.#record.cwd, scope: digestScope(verdictSpec, this.#deps.options.home) };
+      const outcome = await this.#dispatch(`${this.runId}/__finish/digest-${this.#record.seq}`, task, this.#deps.options.defaultTimeoutMs, this.#abort.signal);
       if (outcome.status === 'aborted') throw new Stopped(this.#stop ?? 'interrupt');
       const digest = outcome.status === 'ok' ? (outcome.result.digest ?? null) : null;
       if (outcome.status !== 'ok') reason = `the working tree could not be re-digested after the verdict (${outcome.status})`;

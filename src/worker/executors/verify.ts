@@ -27,7 +27,7 @@ export async function executeVerify(task: TaskOf<'verify'>, ctx: ExecutorContext
     ctx.progress('log', `check ${result.id}: ${result.passed ? 'passed' : 'failed'} (${result.detail})\n`);
     results.push(result);
   }
-  const { digest, head } = await workspaceDigest(task.cwd, ctx.signal);
+  const { digest, head } = await workspaceDigest(task.cwd, task.scope, ctx.signal);
   const failed = results.filter((r) => r.required && !r.passed);
   const passed = failed.length === 0 && results.length === task.checks.length;
   const verify = { passed, results, digest, head };
