@@ -6,11 +6,12 @@
  * and routers looping back to the agent while the tests fail and a visit
  * budget remains.
  */
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { simpleGit } from 'simple-git';
+import { RunwardenError } from '../protocol/errors.js';
 import type { WorkflowSpecInput } from '../protocol/spec.js';
 
 const FILES: Record<string, string> = {
@@ -50,8 +51,15 @@ export function fixerPath(): string {
   return fileURLToPath(new URL('../../assets/demo/fixer.mjs', import.meta.url));
 }
 
-/** Create the demo project as a git repository with one commit; returns its path. */
+/**
+ * Create the demo project as a git repository with one commit; returns its path.
+ * @throws {RunwardenError} `OPTION_INVALID` when `dir` exists and is not empty: the demo never writes into a project.
+ */
 export async function createDemoProject(dir?: string): Promise<string> {
+  if (dir !== undefined) {
+    const entries = await readdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? [] : Promise.reject(err)));
+    if (entries.length > 0) throw new RunwardenError('OPTION_INVALID', `--dir ${dir} is not empty; the demo writes a fresh project, so give it a new or empty directory`, { field: 'dir' });
+  }
   const root = dir ?? (await mkdtemp(join(tmpdir(), 'runwarden-demo-')));
   for (const [path, text] of Object.entries(FILES)) {
     await mkdir(join(root, path, '..'), { recursive: true });

@@ -33,6 +33,7 @@ const INPUT_ERRORS: ReadonlySet<ErrorCode> = new Set([
   'SECRETS_REQUIRED',
   'SPEC_MISMATCH',
   'CONTROL_REFUSED',
+  'EVIDENCE_NOT_FOUND',
 ]);
 
 const out = (line: string): void => {
@@ -73,7 +74,7 @@ async function waitAndReport(host: Host, handle: Awaited<ReturnType<Host['start'
   const { record, interrupted, stopped, error } = await followRun(host, handle, { json, out, err });
   if (error !== undefined) err(`error${isRunwardenError(error) ? ` [${error.code}]` : ''}: ${error.message}`);
   if (!json) summarize(host, record, stopped);
-  if (interrupted && !TERMINAL_STATES.has(record.state)) return EXIT.interrupted;
+  if (interrupted !== undefined && !TERMINAL_STATES.has(record.state)) return interrupted === 'SIGTERM' ? EXIT.terminated : EXIT.interrupted;
   if (stopped !== undefined && !TERMINAL_STATES.has(record.state)) return EXIT.failed;
   return exitCodeFor(record);
 }
@@ -210,34 +211,49 @@ export function buildProgram(): Command {
 
   program
     .command('events')
-    .description("print a run's events")
+    .description("print a run's events; with --follow, until the run ends (exit 0 completed, 1 otherwise)")
     .argument('<runId>')
-    .option('--follow', 'keep printing new events until the run ends')
+    .option('--follow', 'keep printing new events until the run ends, or until no process is driving it')
     .option('--after <seq>', 'only events after this seq', positiveInt)
     .option('--json', 'JSON lines')
     .action(async (runId: string, opts: { follow?: boolean; after?: number; json?: boolean }, cmd: Command) => {
       await withHost(globals(cmd), async (host) => {
         await host.show(runId);
         let after = opts.after ?? 0;
-        let ended = false;
         let stop = false;
+        let ownerlessSince: number | undefined;
+        let lastOwnerCheck = 0;
         const onSignal = (): void => {
           stop = true;
         };
         process.on('SIGINT', onSignal);
         try {
           for (;;) {
-            const events: RunEvent[] = await host.store.readEvents(runId, after);
-            for (const e of events) {
+            for (const e of await host.store.readEvents(runId, after)) {
               after = e.seq;
               if (opts.json === true) out(JSON.stringify(e));
               else {
                 const line = formatEvent(e);
                 if (line !== undefined) out(line);
               }
-              if (e.type === 'run_state' && TERMINAL_STATES.has(e.state)) ended = true;
             }
-            if (opts.follow !== true || ended || stop) return;
+            if (opts.follow !== true || stop) return;
+            const run = await host.show(runId);
+            if (TERMINAL_STATES.has(run.record.state) && run.record.seq <= after) {
+              process.exitCode = exitCodeFor(run.record);
+              return;
+            }
+            // A run nobody drives will not move: say so rather than wait forever.
+            if (Date.now() - lastOwnerCheck >= 1000) {
+              lastOwnerCheck = Date.now();
+              const driven = run.lease !== undefined && host.store.isLeaseLive(run.lease);
+              ownerlessSince = driven ? undefined : (ownerlessSince ?? Date.now());
+              if (ownerlessSince !== undefined && Date.now() - ownerlessSince >= 2000) {
+                err(`no process is driving run ${runId} (${run.record.state}); continue it with: runwarden resume ${runId}`);
+                process.exitCode = EXIT.failed;
+                return;
+              }
+            }
             await new Promise((r) => setTimeout(r, 200));
           }
         } finally {
@@ -291,12 +307,12 @@ export function buildProgram(): Command {
         const run = await host.show(runId);
         const verdict = run.record.lastVerdict;
         if (opts.evidenceId === undefined && verdict?.childRunId !== undefined) {
-          throw new RunwardenError('OPTION_INVALID', `run ${runId}'s verdict came from its subflow child run ${verdict.childRunId}: runwarden evidence ${verdict.childRunId}`);
+          throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId}'s verdict came from its subflow child run ${verdict.childRunId}: runwarden evidence ${verdict.childRunId}`, { field: 'runId' });
         }
         const id = opts.evidenceId ?? verdict?.evidenceId;
-        if (id === undefined) throw new RunwardenError('OPTION_INVALID', `run ${runId} has no evidence: no verifier has run`, { field: 'runId' });
+        if (id === undefined) throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId} has no evidence: no verifier has run`, { field: 'runId' });
         const raw = await host.store.readArtifact(runId, `evidence/${id}/bundle.json`);
-        if (raw === undefined) throw new RunwardenError('OPTION_INVALID', `run ${runId} has no evidence bundle ${id}`, { field: 'evidence-id' });
+        if (raw === undefined) throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId} has no evidence bundle ${id}`, { field: 'evidence-id' });
         const bundle = JSON.parse(raw.toString('utf8')) as import('../host/kernel/evidence.js').EvidenceBundle;
         if (opts.json === true) {
           out(JSON.stringify(bundle, null, 2));
@@ -336,6 +352,11 @@ export function buildProgram(): Command {
 
 /** Run the CLI; sets `process.exitCode`. */
 export async function main(argv: string[]): Promise<void> {
+  // A reader that stops early (`| head`) is not an error.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   const program = buildProgram();
   const wantsJson = argv.includes('--json');
   const homeAt = argv.indexOf('--home');

@@ -10,8 +10,14 @@ export function formatMs(ms: number): string {
   return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
+/** Text from a run, safe for a terminal: escape sequences and control characters removed. */
+export function clean(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f\x9b]/g, '');
+}
+
 function firstLine(text: string, max = 160): string {
-  const line = text.trim().split('\n')[0] ?? '';
+  const line = clean(text).trim().split('\n')[0] ?? '';
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 

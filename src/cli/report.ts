@@ -9,8 +9,8 @@ import type { RunEvent } from '../protocol/events.js';
 import type { RunRecord } from '../protocol/record.js';
 import { formatEvent } from './render.js';
 
-/** Exit codes: 0 completed (verified or unverified), 1 failed / refuted / cancelled / stopped early, 2 bad input, 130 interrupted. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+/** Exit codes: 0 completed (verified or unverified), 1 failed / refuted / cancelled / stopped early, 2 bad input, 128 + signal when stopped by SIGINT (130) or SIGTERM (143). */
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130, terminated: 143 } as const;
 
 export function exitCodeFor(record: RunRecord): number {
   return record.state === 'completed' ? EXIT.ok : EXIT.failed;
@@ -23,7 +23,11 @@ export interface FollowOptions {
 }
 
 /** Print the run's events until the driver stops; returns the final record and whether Ctrl-C stopped it. */
-export async function followRun(host: Host, handle: RunHandle, options: FollowOptions): Promise<{ record: RunRecord; interrupted: boolean; stopped?: string; error?: Error }> {
+export async function followRun(
+  host: Host,
+  handle: RunHandle,
+  options: FollowOptions,
+): Promise<{ record: RunRecord; interrupted: NodeJS.Signals | undefined; stopped?: string; error?: Error }> {
   let lastSeq = 0;
   const print = (event: RunEvent): void => {
     if (event.seq <= lastSeq) return;
@@ -46,13 +50,13 @@ export async function followRun(host: Host, handle: RunHandle, options: FollowOp
   for (const event of buffered) print(event);
   replaying = false;
 
-  let interrupted = false;
-  const onSignal = (): void => {
-    if (interrupted) {
+  let interrupted: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (interrupted !== undefined) {
       options.err('second interrupt: exiting now');
-      process.exit(EXIT.interrupted);
+      process.exit(signal === 'SIGTERM' ? EXIT.terminated : EXIT.interrupted);
     }
-    interrupted = true;
+    interrupted = signal;
     options.err(`interrupting: stopping the in-flight attempt; resume later with: runwarden resume ${handle.runId}  (Ctrl-C again to exit at once)`);
     void host.close();
   };

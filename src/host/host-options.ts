@@ -85,7 +85,11 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
   const parsed = HostOptionsSchema.safeParse(options);
   if (!parsed.success) throw new ValidationError('CONFIG_INVALID', 'host options', zodIssues(parsed.error));
   const home = resolveHome(parsed.data.home);
-  const merged = { ...readHostConfig(home), ...stripUndefined(parsed.data) };
+  const fromFile = readHostConfig(home);
+  const given = stripUndefined(parsed.data);
+  const merged = { ...fromFile, ...given };
+  /** Where a value came from, for errors: the config file or the options. */
+  const source = (field: keyof HostOptions): string => (field in given ? 'host options' : join(home, 'config.json'));
   const heartbeatMs = merged.heartbeatMs ?? 1000;
   const compiled: Required<HostOptions> = {
     home,
@@ -104,8 +108,13 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
     logLevel: merged.logLevel ?? ((process.env.RUNWARDEN_LOG_LEVEL as HostOptions['logLevel']) || 'info'),
   };
   if (compiled.heartbeatTimeoutMs <= compiled.heartbeatMs) {
-    throw new ValidationError('CONFIG_INVALID', 'host options', [
+    throw new ValidationError('CONFIG_INVALID', source('heartbeatTimeoutMs'), [
       { path: 'heartbeatTimeoutMs', message: `must be greater than heartbeatMs (${compiled.heartbeatMs}); received ${compiled.heartbeatTimeoutMs}` },
+    ]);
+  }
+  if (compiled.leaseRenewMs >= compiled.leaseTtlMs) {
+    throw new ValidationError('CONFIG_INVALID', source('leaseRenewMs'), [
+      { path: 'leaseRenewMs', message: `must be less than leaseTtlMs (${compiled.leaseTtlMs}), or leases go stale between renewals; received ${compiled.leaseRenewMs}` },
     ]);
   }
   return Object.freeze(compiled);

@@ -210,17 +210,28 @@ export class Host {
     return this.#drive(new RunDriver(this.#deps(), { guard, spec: run.spec, record: run.record, secrets: given?.secrets ?? new Map() }));
   }
 
-  async #acquire(runId: string): Promise<{ guard: RunGuard; run: LoadedRun }> {
-    const acquired = await this.store.acquire(runId, this.owner);
-    switch (acquired.status) {
-      case 'acquired':
-        return { guard: acquired.guard, run: acquired.run };
-      case 'not_found':
-        throw notFound(runId);
-      case 'held':
-        throw leaseHeld(runId, acquired.lease);
-      case 'blocked':
-        throw new RunwardenError('STORE_BLOCKED', `run ${runId} is busy (${acquired.reason}); try again`);
+  /**
+   * Take a run's lease. A lease held for a moment to apply a control request
+   * (see {@link control}) is waited out, up to 5 s, rather than refused.
+   */
+  async #acquire(runId: string, purpose?: 'control'): Promise<{ guard: RunGuard; run: LoadedRun }> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const acquired = await this.store.acquire(runId, this.owner, purpose === undefined ? {} : { purpose });
+      switch (acquired.status) {
+        case 'acquired':
+          return { guard: acquired.guard, run: acquired.run };
+        case 'not_found':
+          throw notFound(runId);
+        case 'held':
+          if (acquired.lease.purpose === 'control' && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 50));
+            continue;
+          }
+          throw leaseHeld(runId, acquired.lease);
+        case 'blocked':
+          throw new RunwardenError('STORE_BLOCKED', `run ${runId} is busy (${acquired.reason}); try again`);
+      }
     }
   }
 
@@ -320,7 +331,7 @@ export class Host {
     } else {
       // Nobody holds the run: apply the request here, without running any node.
       try {
-        const { guard, run: acquired } = await this.#acquire(runId);
+        const { guard, run: acquired } = await this.#acquire(runId, 'control');
         const driver = new RunDriver(this.#deps(), { guard, spec: acquired.spec, record: acquired.record, secrets: new Map(), controlsOnly: true });
         await this.#drive(driver).done;
         by = `this process (pid ${process.pid}); no process held the run`;
@@ -373,7 +384,13 @@ export class Host {
     const children = (await this.store.list({ includeChildren: true })).filter((s) => s.parentRunId === runId).map((s) => s.runId);
     const deleted: string[] = [];
     for (const child of children) deleted.push(...(await this.delete(child)));
-    const { guard } = await this.#acquire(runId);
+    let guard: RunGuard;
+    try {
+      ({ guard } = await this.#acquire(runId));
+    } catch (err) {
+      if (err instanceof LeaseHeldError) throw new LeaseHeldError(runId, err.owner, `cancel it first: runwarden cancel ${runId}`);
+      throw err;
+    }
     const status = await this.store.delete(guard);
     if (status !== 'committed') throw new RunwardenError('STORE_BLOCKED', `run ${runId} could not be deleted (${status}); try again`);
     deleted.push(runId);

@@ -108,7 +108,8 @@ function prepare(input: unknown, at: string, baseDir: string, inheritedCwd: stri
       return { ...node, workflow: prepare(child, path, dirname(file), cwd, depth + 1, maxDepth, [...stack, real]) };
     } catch (err) {
       if (!(err instanceof SpecError)) throw err;
-      issues.push(...err.issues.map((issue) => ({ path: issue.path, message: `${issue.message} (in ${file})` })));
+      // Name the file an issue comes from, once: issues from deeper files already name theirs.
+      issues.push(...err.issues.map((issue) => (/ \(in \/[^)]*\)$/.test(issue.message) || issue.message.startsWith('subflow cycle') ? issue : { path: issue.path, message: `${issue.message} (in ${file})` })));
       return node;
     }
   });

@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   SECRETS_REQUIRED: 'The run needs secrets (custom-engine env) that were not re-supplied on resume.',
   SPEC_MISMATCH: 'The spec given to re-supply secrets differs from the spec the run started with.',
   CONTROL_REFUSED: 'A control request (approve, reject) did not apply to the run in its current state.',
+  EVIDENCE_NOT_FOUND: 'The run has no evidence bundle of that id (no verifier has run, or its verdict came from a child run).',
   // Node attempt failures recorded on the run.
   COMMAND_FAILED: 'A command exited with a status other than the expected one.',
   COMMAND_NOT_FOUND: 'The executable of a command, check or engine could not be started.',
@@ -124,10 +125,10 @@ export interface LeaseOwnerInfo {
 export class LeaseHeldError extends RunwardenError {
   readonly owner: LeaseOwnerInfo;
 
-  constructor(runId: string, owner: LeaseOwnerInfo) {
+  constructor(runId: string, owner: LeaseOwnerInfo, hint?: string) {
     super(
       'LEASE_HELD',
-      `run ${runId} is live elsewhere: held by pid ${owner.pid} on host ${owner.host} (owner ${owner.ownerId}, renewed ${owner.renewedAt})`,
+      `run ${runId} is live elsewhere: held by pid ${owner.pid} on host ${owner.host} (owner ${owner.ownerId}, renewed ${owner.renewedAt})${hint === undefined ? '' : `; ${hint}`}`,
     );
     this.name = 'LeaseHeldError';
     this.owner = owner;

@@ -54,6 +54,8 @@ export const OutputRefSchema = z.strictObject({
   bytes: z.number().int().min(0),
   /** The first characters of the output (at most {@link OUTPUT_PREVIEW_CHARS}). */
   preview: z.string(),
+  /** Set when the program wrote more than a worker keeps (the last 1 MiB): how much it wrote in all. */
+  totalBytes: z.number().int().min(0).optional(),
 });
 export type OutputRef = z.infer<typeof OutputRefSchema>;
 

@@ -105,6 +105,8 @@ export const ResultSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('ok'),
     output: z.string(),
+    /** Bytes the program wrote in all; more than `output` holds when older output was dropped. */
+    outputBytes: z.number().int().min(0).optional(),
     usage: ExecutionUsageSchema,
     verify: VerifyDataSchema.optional(),
     digest: z.string().nullable().optional(),
@@ -114,6 +116,7 @@ export const ResultSchema = z.discriminatedUnion('type', [
     code: errorCode,
     message: z.string(),
     output: z.string().optional(),
+    outputBytes: z.number().int().min(0).optional(),
     usage: ExecutionUsageSchema.optional(),
     verify: VerifyDataSchema.optional(),
     detail: z.record(z.string(), z.unknown()).optional(),

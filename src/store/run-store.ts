@@ -40,6 +40,8 @@ export interface RunGuard {
 export interface LeaseRecord extends RunGuard {
   pid: number;
   host: string;
+  /** `control`: held only for a moment, to apply a control request to a run nobody drives. */
+  purpose?: 'control';
   bootId?: string;
   pidStart?: string;
   acquiredAt: string;
@@ -130,7 +132,7 @@ export interface RunStore {
    */
   load(runId: string): Promise<LoadedRun | undefined>;
   /** Take the run's lease unless another live owner holds it. Re-acquiring by the same owner kills its old guard. */
-  acquire(runId: string, owner: OwnerInfo): Promise<AcquireResult>;
+  acquire(runId: string, owner: OwnerInfo, options?: { purpose?: 'control' }): Promise<AcquireResult>;
   /** Land a batch whole, or nothing. The only way to change a run's state. */
   commit(guard: RunGuard, batch: CommitBatch): Promise<CommitStatus>;
   /** Refresh the lease's heartbeat. */

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, makeHome, tempDir, writeSpec } from '../helpers/cli.js';
+import { BIN, cli, makeHome, tempDir, writeSpec } from '../helpers/cli.js';
 
 const ok = { name: 'ok', nodes: [{ id: 'a', kind: 'command', cmd: 'true' }] };
 
@@ -70,6 +70,19 @@ describe('bad input is refused with the field named, and writes nothing', () => 
     const result = await cli(home, ['list']);
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/CONFIG_INVALID.*config\.json is invalid:\n\s+heartbeatMs:/);
+    const crossed = await cli(makeHome({ leaseRenewMs: 5000, leaseTtlMs: 1000 }), ['list']);
+    expect(crossed.exitCode).toBe(2);
+    expect(crossed.stderr).toMatch(/config\.json is invalid:\n\s+leaseRenewMs: must be less than leaseTtlMs/);
+  });
+
+  it('demo --dir refuses a directory that is not empty, and touches nothing in it', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    await import('node:fs').then((fs) => fs.writeFileSync(join(dir, 'notes.txt'), 'mine'));
+    const result = await cli(home, ['demo', '--dir', dir]);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain('OPTION_INVALID]: --dir');
+    expect(readdirSync(dir)).toEqual(['notes.txt']);
   });
 });
 
@@ -99,6 +112,30 @@ describe('the read commands', () => {
     const missing = await cli(home, ['show', 'ghost']);
     expect(missing.exitCode).toBe(2);
     expect(missing.stderr).toContain('RUN_NOT_FOUND');
+  });
+
+  it('a reader that stops early (| head) gets no stack trace', async () => {
+    const home = makeHome();
+    const spec = writeSpec(tempDir(), ok);
+    expect((await cli(home, ['run', spec, '--id', 'piped', '--wait'])).exitCode).toBe(0);
+    const { execa } = await import('execa');
+    const piped = await execa('sh', ['-c', `"${process.execPath}" "${BIN}" show piped --spec | head -c 1`], { env: { RUNWARDEN_HOME: home }, reject: false });
+    expect(piped.stdout).toBe('{');
+    expect(piped.stderr).toBe('');
+  });
+
+  it('events --follow ends with the run (exit 0 completed, 1 otherwise), and says so when nobody drives the run', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    const failing = writeSpec(dir, { name: 'fails', nodes: [{ id: 'a', kind: 'command', cmd: 'false' }] }, 'fails.json');
+    expect((await cli(home, ['run', failing, '--id', 'ef', '--wait'])).exitCode).toBe(1);
+    expect((await cli(home, ['events', 'ef', '--follow'])).exitCode).toBe(1);
+    const slow = writeSpec(dir, { name: 'slow', nodes: [{ id: 'a', kind: 'command', cmd: 'sleep', args: ['30'] }] }, 'slow.json');
+    const started = JSON.parse((await cli(home, ['run', slow, '--id', 'orphan', '--json'])).stdout) as { pid: number };
+    process.kill(started.pid, 'SIGKILL');
+    const followed = await cli(home, ['events', 'orphan', '--follow'], { timeoutMs: 15_000 });
+    expect(followed.exitCode).toBe(1);
+    expect(followed.stderr).toContain('no process is driving run orphan (running); continue it with: runwarden resume orphan');
   });
 
   it('--help helps', async () => {

@@ -152,7 +152,7 @@ describe('control across processes', () => {
   });
 
   it('an owner whose lease was taken over (here: lease.json removed under it) stops its executions within a second or two', async () => {
-    const home = makeHome({ leaseRenewMs: 60_000 }); // the check between commits, not the lease renewal, must notice
+    const home = makeHome({ leaseRenewMs: 60_000, leaseTtlMs: 120_000 }); // the check between commits, not the lease renewal, must notice
     const dir = tempDir();
     const script = `n=$(ls start-* 2>/dev/null | wc -l); echo $$ > start-$n; if [ "$n" -eq 0 ]; then sleep 30; fi`;
     const spec = writeSpec(dir, { name: 'taken', cwd: dir, nodes: [{ id: 'a', kind: 'command', cmd: 'sh', args: ['-c', script] }] });

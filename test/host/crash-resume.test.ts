@@ -113,7 +113,7 @@ describe('the host dies, a new host resumes at a node boundary', () => {
     assertConsistent(home, 'poison');
   });
 
-  it('Ctrl-C interrupts cleanly: the attempt is marked interrupted, the lease released, and resume continues', async () => {
+  it('SIGTERM (or Ctrl-C, exit 130) interrupts cleanly: the attempt is marked interrupted, the lease released, and resume continues', async () => {
     const home = makeHome();
     const dir = tempDir();
     const mark = join(dir, 'marks');
@@ -122,9 +122,9 @@ describe('the host dies, a new host resumes at a node boundary', () => {
     const specPath = writeSpec(dir, { name: 'interrupt', cwd: dir, nodes: [markNode('a', mark), slowOnce, markNode('c', mark)] });
     const host = spawnCli(home, ['run', specPath, '--id', 'ctrlc', '--wait']);
     await waitFor(() => marks(mark).b === 1, 'node b to start');
-    host.kill('SIGINT');
+    host.kill('SIGTERM');
     const result = await host;
-    expect(result.exitCode).toBe(130);
+    expect(result.exitCode).toBe(143);
     const record = readCheckpoint(home, 'ctrlc');
     expect(record.nodes.b!.attempts.map((a) => a.state)).toEqual(['interrupted']);
     expect(existsSync(join(home, 'runs/ctrlc/lease.json'))).toBe(false);

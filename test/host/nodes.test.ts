@@ -120,6 +120,30 @@ describe('verdicts and the terminal barrier', () => {
   });
 });
 
+describe('outputs', () => {
+  it('keeps the last MiB of a large output and records how much was written; the terminal gets no escape sequences', async () => {
+    const home = makeHome();
+    const dir = tempDir();
+    const spec = writeSpec(dir, {
+      name: 'big',
+      cwd: dir,
+      nodes: [
+        { id: 'big', kind: 'command', cmd: 'sh', args: ['-c', 'head -c 3000000 /dev/zero | tr "\\0" x; echo; echo END'] },
+        { id: 'ansi', kind: 'command', cmd: 'printf', args: ['\\033[31mred\\033[0m \\007bell'] },
+      ],
+    });
+    const result = await cli(home, ['run', spec, '--id', 'big', '--wait']);
+    expect(result.exitCode).toBe(0);
+    const output = readCheckpoint(home, 'big').nodes.big!.attempts[0]!.output!;
+    expect(output.bytes).toBe(1_048_576);
+    expect(output.totalBytes).toBe(3_000_005);
+    expect(readFileSync(join(home, 'runs/big', output.artifact), 'utf8').endsWith('x\nEND\n')).toBe(true);
+    expect(result.stdout).toContain('✓ ansi');
+    expect(result.stdout).toContain('red bell');
+    expect(result.stdout).not.toMatch(/[\x1b\x07]/);
+  });
+});
+
 describe('fan-out', () => {
   it('runs members as parallel executions and joins their outputs, or synthesizes them', async () => {
     const home = makeHome();

@@ -8,8 +8,8 @@ import { addUsage, emptyUsage } from '../../protocol/record.js';
 import type { ExecutionOutcome } from '../pool/process-pool.js';
 
 export type AttemptOutcome =
-  | { kind: 'ok'; output: string; usage: Usage; durationMs: number; verify?: VerifyData; extraOutputs?: Array<{ name: string; text: string }> }
-  | { kind: 'failed'; error: ErrorInfo; usage: Usage; durationMs: number; output?: string; verify?: VerifyData; retryable: boolean }
+  | { kind: 'ok'; output: string; outputBytes?: number; usage: Usage; durationMs: number; verify?: VerifyData; extraOutputs?: Array<{ name: string; text: string }> }
+  | { kind: 'failed'; error: ErrorInfo; usage: Usage; durationMs: number; output?: string; outputBytes?: number; verify?: VerifyData; retryable: boolean }
   | { kind: 'lost'; reason: 'worker_lost' | 'heartbeat_timeout'; error: ErrorInfo; usage: Usage; durationMs: number }
   | { kind: 'stopped'; usage: Usage; durationMs: number };
 
@@ -33,6 +33,7 @@ export function fromExecution(outcome: ExecutionOutcome, node: string, timeoutMs
   switch (outcome.status) {
     case 'ok': {
       const ok: AttemptOutcome = { kind: 'ok', output: outcome.result.output, usage, durationMs };
+      if (outcome.result.outputBytes !== undefined) ok.outputBytes = outcome.result.outputBytes;
       if (outcome.result.verify !== undefined) ok.verify = outcome.result.verify;
       return ok;
     }
@@ -41,6 +42,7 @@ export function fromExecution(outcome: ExecutionOutcome, node: string, timeoutMs
       if (outcome.result.detail !== undefined) error.detail = outcome.result.detail;
       const failed: AttemptOutcome = { kind: 'failed', error, usage, durationMs, retryable: true };
       if (outcome.result.output !== undefined) failed.output = outcome.result.output;
+      if (outcome.result.outputBytes !== undefined) failed.outputBytes = outcome.result.outputBytes;
       if (outcome.result.verify !== undefined) failed.verify = outcome.result.verify;
       return failed;
     }

@@ -483,7 +483,7 @@ export class RunDriver {
       return;
     }
     const artifacts: Artifact[] = [];
-    const output = this.#outputArtifact(node.id, attempt, outcome.kind === 'ok' ? outcome.output : outcome.output, artifacts);
+    const output = this.#outputArtifact(node.id, attempt, outcome.output, artifacts, outcome.outputBytes);
     if (outcome.kind === 'ok') for (const extra of outcome.extraOutputs ?? []) artifacts.push({ key: `nodes/${node.id}/a${attempt}/${extra.name}.txt`, data: extra.text });
     const events: NewRunEvent[] = [];
     if (outcome.verify !== undefined) {
@@ -519,11 +519,13 @@ export class RunDriver {
     return [failed, { type: 'run_state', state: 'failed', error }];
   }
 
-  #outputArtifact(nodeId: string, attempt: number, text: string | undefined, into: Artifact[]): OutputRef | undefined {
+  #outputArtifact(nodeId: string, attempt: number, text: string | undefined, into: Artifact[], totalBytes?: number): OutputRef | undefined {
     if (text === undefined || text === '') return undefined;
     const key = `nodes/${nodeId}/a${attempt}/output.txt`;
     into.push({ key, data: text });
-    return { artifact: key, bytes: Buffer.byteLength(text), preview: text.slice(0, OUTPUT_PREVIEW_CHARS) };
+    const ref: OutputRef = { artifact: key, bytes: Buffer.byteLength(text), preview: text.slice(0, OUTPUT_PREVIEW_CHARS) };
+    if (totalBytes !== undefined && totalBytes > ref.bytes) ref.totalBytes = totalBytes;
+    return ref;
   }
 
   // ------------------------------------------------------------ subflows

@@ -258,7 +258,7 @@ export class FileRunStore implements RunStore {
     return leaseIsLive(lease, { ttlMs: this.#leaseTtlMs });
   }
 
-  async acquire(runId: string, owner: OwnerInfo): Promise<AcquireResult> {
+  async acquire(runId: string, owner: OwnerInfo, options: { purpose?: 'control' } = {}): Promise<AcquireResult> {
     const dir = this.#dir(runId);
     let outcome: { guard: RunGuard } | { held: LeaseRecord };
     try {
@@ -276,6 +276,7 @@ export class FileRunStore implements RunStore {
         await writeFileAtomic(join(dir, 'incarnation.json'), JSON.stringify({ ...incarnation, nextFence: fence + 1 }), { durable: true });
         const now = new Date().toISOString();
         const lease: LeaseRecord = { ...guardFields(runId, incarnation.incarnationId, owner, fence), ...ownerFields(owner), acquiredAt: now, renewedAt: now };
+        if (options.purpose === 'control') lease.purpose = 'control';
         await writeFileAtomic(join(dir, 'lease.json'), JSON.stringify(lease), { durable: true });
         return { guard: pickGuard(lease) };
       });

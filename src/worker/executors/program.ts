@@ -34,7 +34,8 @@ export async function runProgram(program: ProgramRun, ctx: ExecutorContext): Pro
   if (run.spawnError !== undefined) {
     return { type: 'error', code: 'COMMAND_NOT_FOUND', message: `cannot start ${program.label} in ${program.cwd}: ${run.spawnError.code}`, usage };
   }
-  if (run.exitCode === 0) return { type: 'ok', output: run.stdout.text(), usage };
+  const outputBytes = run.stdout.totalBytes;
+  if (run.exitCode === 0) return { type: 'ok', output: run.stdout.text(), outputBytes, usage };
   const how = run.exitCode === null ? `was killed by ${run.signal ?? 'a signal'}` : `exited with status ${run.exitCode}`;
   const tail = run.stderr.tail(20).trim();
   return {
@@ -42,6 +43,7 @@ export async function runProgram(program: ProgramRun, ctx: ExecutorContext): Pro
     code: program.failCode,
     message: `${program.label} ${how}${tail === '' ? '' : `: ${tail.slice(-2000)}`}`,
     output: run.stdout.text(),
+    outputBytes,
     usage,
     detail: { exitCode: run.exitCode, signal: run.signal },
   };
