@@ -329,7 +329,10 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
 /** Convert zod issues to runwarden validation issues, expanding unknown keys into one issue each. */
 export function zodIssues(error: z.ZodError, prefix = ''): ValidationIssue[] {
   const join = (p: string): string => (prefix === '' ? p : p === '' ? prefix : p.startsWith('[') ? `${prefix}${p}` : `${prefix}.${p}`);
-  return error.issues.flatMap((issue): ValidationIssue[] => {
+  // `.int()` adds its own safe-integer bound; when a field also has a bound of its own, report that one only.
+  const bounded = new Set(error.issues.filter((i) => i.code === 'too_big' && i.maximum !== Number.MAX_SAFE_INTEGER).map((i) => formatPath(i.path)));
+  const issues = error.issues.filter((i) => !(i.code === 'too_big' && i.maximum === Number.MAX_SAFE_INTEGER && bounded.has(formatPath(i.path))));
+  return issues.flatMap((issue): ValidationIssue[] => {
     const path = formatPath(issue.path);
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((key) => ({ path: join(path === '' ? key : `${path}.${key}`), message: 'unknown field' }));

@@ -68,6 +68,10 @@ describe('WorkflowSpec', () => {
     expect(issuesOf({ name: 'x', nodes: [node({ id: '..' })] })[0]!.path).toBe('nodes[0].id');
     expect(issuesOf({ name: 'x', nodes: [node({ id: '__proto__' })] })[0]).toEqual({ path: 'nodes[0].id', message: "'__proto__' is reserved" });
     expect(issuesOf({ name: 'x', nodes: [node({ next: 'nowhere' })] })[0]!.path).toBe('nodes[0].next');
+    expect(issuesOf({ name: 'x', maxNodeVisits: 1e20, nodes: [node({ timeoutMs: -5 })] })).toEqual([
+      { path: 'maxNodeVisits', message: expect.stringContaining('<=100000') },
+      { path: 'nodes[0].timeoutMs', message: 'must be at least 1 ms' },
+    ]);
   });
 
   it('checks condition shapes, node references and depth', () => {
