@@ -12,7 +12,7 @@ import { Host } from '../host/host.js';
 import { compileHostOptions } from '../host/host-options.js';
 import { loadSpec, readSpecFile } from '../host/spec-loader.js';
 import { RunwardenError, isRunwardenError, type ErrorCode } from '../protocol/errors.js';
-import { TERMINAL_STATES, type RunEvent } from '../protocol/events.js';
+import { TERMINAL_STATES } from '../protocol/events.js';
 import { assertRunId } from '../protocol/ids.js';
 import type { RunRecord } from '../protocol/record.js';
 import { backgroundHostMain, startInBackground } from './background.js';

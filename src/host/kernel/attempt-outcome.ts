@@ -7,9 +7,16 @@ import type { VerifyData } from '../../protocol/ipc.js';
 import { addUsage, emptyUsage } from '../../protocol/record.js';
 import type { ExecutionOutcome } from '../pool/process-pool.js';
 
+/** A verdict adopted from a subflow's child run. */
+export interface ChildVerdict {
+  passed: boolean;
+  digest: string | null;
+  childRunId: string;
+}
+
 export type AttemptOutcome =
-  | { kind: 'ok'; output: string; outputBytes?: number; usage: Usage; durationMs: number; verify?: VerifyData; extraOutputs?: Array<{ name: string; text: string }> }
-  | { kind: 'failed'; error: ErrorInfo; usage: Usage; durationMs: number; output?: string; outputBytes?: number; verify?: VerifyData; retryable: boolean }
+  | { kind: 'ok'; output: string; outputBytes?: number; usage: Usage; durationMs: number; verify?: VerifyData; childVerdict?: ChildVerdict; extraOutputs?: Array<{ name: string; text: string }> }
+  | { kind: 'failed'; error: ErrorInfo; usage: Usage; durationMs: number; output?: string; outputBytes?: number; verify?: VerifyData; childVerdict?: ChildVerdict; retryable: boolean }
   | { kind: 'lost'; reason: 'worker_lost' | 'heartbeat_timeout'; error: ErrorInfo; usage: Usage; durationMs: number }
   | { kind: 'stopped'; usage: Usage; durationMs: number };
 

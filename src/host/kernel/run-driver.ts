@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { childRunId as makeChildRunId } from '../../protocol/ids.js';
 import { RunwardenError } from '../../protocol/errors.js';
-import { OUTPUT_PREVIEW_CHARS, TERMINAL_STATES, type ErrorInfo, type NewRunEvent, type OutputRef, type RunEvent, type RunState } from '../../protocol/events.js';
+import { TERMINAL_STATES, type ErrorInfo, type NewRunEvent, type RunEvent, type RunState } from '../../protocol/events.js';
 import { evaluateCondition } from '../../protocol/conditions.js';
 import type { Task } from '../../protocol/ipc.js';
 import { applyEvents, type RunRecord } from '../../protocol/record.js';
@@ -29,7 +29,8 @@ import type { ExecutionOutcome, ProcessPool } from '../pool/process-pool.js';
 import type { Scheduler } from '../scheduler.js';
 import type { SecretMap } from '../spec-loader.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
-import { evidenceArtifacts, evidenceId } from './evidence.js';
+import { lossEvents, resultEvents, type SettleContext } from './attempt-events.js';
+import { controlEvent, ending, recheckedEnding } from './decisions.js';
 import { digestScope, plannedExecutions, runNodeAttempt, verifierTimeoutMs, type ExecutingNode } from './node-attempt.js';
 
 export type StopReason = 'cancel' | 'interrupt' | 'superseded';
@@ -99,6 +100,7 @@ export class RunDriver {
   #inboxTimer: NodeJS.Timeout | undefined;
   #inboxBusy: Promise<void> | undefined;
   #inboxAgain = false;
+  #guardCheck: Promise<void> | undefined;
 
   constructor(deps: KernelDeps, init: { guard: RunGuard; spec: WorkflowSpec; record: RunRecord; secrets: SecretMap; controlsOnly?: boolean }) {
     this.#deps = deps;
@@ -143,9 +145,9 @@ export class RunDriver {
     let lastGuardCheck = Date.now();
     this.#inboxTimer = setInterval(() => {
       void this.#drainInbox();
-      if (Date.now() - lastGuardCheck >= 1000) {
+      if (Date.now() - lastGuardCheck >= 1000 && this.#guardCheck === undefined) {
         lastGuardCheck = Date.now();
-        void this.#checkGuard();
+        this.#guardCheck = this.#checkGuard().finally(() => (this.#guardCheck = undefined));
       }
     }, this.#deps.options.controlPollMs);
     this.#inboxTimer.unref();
@@ -186,6 +188,7 @@ export class RunDriver {
     } finally {
       clearInterval(this.#inboxTimer);
       await this.#inboxBusy;
+      await this.#guardCheck;
       this.#deps.leases.drop(this.runId);
       if (this.#stop !== 'superseded') {
         const released = await this.#deps.store.release(this.#guard).catch(() => 'blocked' as const);
@@ -281,19 +284,9 @@ export class RunDriver {
     for (const request of requests) {
       if (this.#stop === 'superseded') return;
       if (!this.#record.recentControls.includes(request.id)) {
-        const ended = this.#ended();
-        let applied = !ended;
-        let reason: string | undefined = ended ? `the run already ended (${this.#record.state})` : undefined;
-        if (!ended && (request.action === 'approve' || request.action === 'reject')) {
-          const gate = this.#record.gate;
-          applied = gate !== undefined && gate.decision === undefined;
-          if (!applied) reason = gate === undefined ? `the run is not awaiting a human decision (state ${this.#record.state})` : 'the gate was already decided';
-        }
-        const event: NewRunEvent = { type: 'control', controlId: request.id, action: request.action, applied };
-        if (request.text !== undefined) event.text = request.text;
-        if (reason !== undefined) event.reason = reason;
+        const event = controlEvent(this.#record, request);
         await this.commit([event]);
-        if (applied && request.action === 'cancel') this.#requestStop('cancel');
+        if (event.applied && request.action === 'cancel') this.#requestStop('cancel');
       }
       done.push(request.id);
     }
@@ -309,18 +302,10 @@ export class RunDriver {
     if (inFlight !== undefined) {
       const node = findNode(this.#spec, inFlight.node)!;
       const error: ErrorInfo = { code: 'HOST_LOST', message: `the host owning the run ended while attempt ${inFlight.attempt} of ${node.id} was in flight`, node: node.id };
-      events.push(...this.#lossEvents(node, inFlight.attempt, 'host_lost', error));
+      events.push(...lossEvents(this.#settleContext(), node, inFlight.attempt, 'host_lost', error));
     }
     if (this.#record.state === 'pending' && !this.#record.cancelRequested && !this.#controlsOnly) events.push({ type: 'run_state', state: 'running' });
     if (events.length > 0) await this.commit(events);
-  }
-
-  /** Events for a lost claim: a re-queue while the node has re-queues left, else a failure that honours onFailure (never retried). */
-  #lossEvents(node: WorkflowNode, attempt: number, reason: 'worker_lost' | 'heartbeat_timeout' | 'host_lost', error: ErrorInfo): NewRunEvent[] {
-    const max = node.maxRequeues ?? this.#deps.options.maxRequeues;
-    if (this.#record.nodes[node.id]!.requeues < max) return [{ type: 'node_requeued', node: node.id, attempt, reason, error }];
-    const limit: ErrorInfo = { code: 'REQUEUE_LIMIT', message: `${node.id} lost its claim ${max + 1} times in one visit (maxRequeues ${max}); last: ${error.message}`, node: node.id };
-    return this.#failureEvents(node, { type: 'node_failed', node: node.id, attempt, durationMs: 0, error: limit }, limit);
   }
 
   // ------------------------------------------------------------ steps
@@ -465,6 +450,10 @@ export class RunDriver {
     }
   }
 
+  #settleContext(): SettleContext {
+    return { runId: this.runId, spec: this.#spec, record: this.#record, maxRequeues: this.#deps.options.maxRequeues };
+  }
+
   /** Commit how an attempt ended. */
   async #settleAttempt(node: WorkflowNode, attempt: number, visit: number, outcome: AttemptOutcome): Promise<void> {
     if (outcome.kind === 'stopped') {
@@ -479,53 +468,11 @@ export class RunDriver {
     }
     if (outcome.kind === 'lost') {
       this.#deps.logger.warn({ runId: this.runId, node: node.id, attempt, reason: outcome.reason }, outcome.error.message);
-      await this.commit(this.#lossEvents(node, attempt, outcome.reason, outcome.error));
+      await this.commit(lossEvents(this.#settleContext(), node, attempt, outcome.reason, outcome.error));
       return;
     }
-    const artifacts: Artifact[] = [];
-    const output = this.#outputArtifact(node.id, attempt, outcome.output, artifacts, outcome.outputBytes);
-    if (outcome.kind === 'ok') for (const extra of outcome.extraOutputs ?? []) artifacts.push({ key: `nodes/${node.id}/a${attempt}/${extra.name}.txt`, data: extra.text });
-    const events: NewRunEvent[] = [];
-    if (outcome.verify !== undefined) {
-      const id = evidenceId(node.id, visit, attempt);
-      const contract = node.kind === 'verifier' ? (node.contract === 'run' ? this.#spec.contract : node.contract) : undefined;
-      const { artifacts: bundleArtifacts } = evidenceArtifacts(
-        { evidenceId: id, runId: this.runId, node: node.id, visit, attempt, createdAt: new Date().toISOString(), cwd: this.#record.cwd, passed: outcome.verify.passed, head: outcome.verify.head, digest: outcome.verify.digest, ...(contract?.id === undefined ? {} : { contractId: contract.id }) },
-        outcome.verify,
-      );
-      artifacts.push(...bundleArtifacts);
-      events.push({ type: 'evidence', node: node.id, attempt, evidenceId: id, passed: outcome.verify.passed, digest: outcome.verify.digest });
-    }
-    if (outcome.kind === 'ok') {
-      const succeeded: NewRunEvent = { type: 'node_succeeded', node: node.id, attempt, durationMs: outcome.durationMs, usage: outcome.usage, next: followingNode(this.#spec, node.id) };
-      if (output !== undefined) succeeded.output = output;
-      await this.commit([...events, succeeded], artifacts);
-      return;
-    }
-    const failed: EventOfType<'node_failed'> = { type: 'node_failed', node: node.id, attempt, durationMs: outcome.durationMs, error: outcome.error, usage: outcome.usage };
-    if (output !== undefined) failed.output = output;
-    const nr = this.#record.nodes[node.id]!;
-    if (outcome.retryable && node.retry !== undefined && nr.retries < node.retry.max) {
-      failed.retryInMs = Math.min(300_000, node.retry.backoffMs * 2 ** nr.retries);
-      await this.commit([...events, failed], artifacts);
-      return;
-    }
-    await this.commit([...events, ...this.#failureEvents(node, failed, outcome.error)], artifacts);
-  }
-
-  /** A final failure: continue to the following node, or end the run failed. */
-  #failureEvents(node: WorkflowNode, failed: EventOfType<'node_failed'>, error: ErrorInfo): NewRunEvent[] {
-    if ((node.onFailure ?? 'fail') === 'continue') return [{ ...failed, next: followingNode(this.#spec, node.id) }];
-    return [failed, { type: 'run_state', state: 'failed', error }];
-  }
-
-  #outputArtifact(nodeId: string, attempt: number, text: string | undefined, into: Artifact[], totalBytes?: number): OutputRef | undefined {
-    if (text === undefined || text === '') return undefined;
-    const key = `nodes/${nodeId}/a${attempt}/output.txt`;
-    into.push({ key, data: text });
-    const ref: OutputRef = { artifact: key, bytes: Buffer.byteLength(text), preview: text.slice(0, OUTPUT_PREVIEW_CHARS) };
-    if (totalBytes !== undefined && totalBytes > ref.bytes) ref.totalBytes = totalBytes;
-    return ref;
+    const { events, artifacts } = resultEvents(this.#settleContext(), node, attempt, visit, outcome);
+    await this.commit(events, artifacts);
   }
 
   // ------------------------------------------------------------ subflows
@@ -554,42 +501,7 @@ export class RunDriver {
       signal: this.#abort.signal,
     });
     const durationMs = Date.now() - started;
-    const usage = result.status === 'ended' ? result.record.usage : undefined;
-    // A child that ended because this run is stopping (a cancel passed down) is a stop, not a failure.
-    if (result.status === 'stopped' || this.#stop !== undefined) {
-      await this.#settleAttempt(node, next.attempt, next.visit, { kind: 'stopped', usage: { executions: 0, durationMs, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 }, durationMs });
-      return;
-    }
-    if (result.status === 'refused') {
-      const error: ErrorInfo = { code: 'SUBFLOW_FAILED', message: result.message, node: node.id };
-      await this.commit(this.#failureEvents(node, { type: 'node_failed', node: node.id, attempt: next.attempt, durationMs, error }, error));
-      return;
-    }
-    const child = result.record;
-    const events: NewRunEvent[] = [];
-    if (child.lastVerdict !== undefined) {
-      events.push({ type: 'evidence', node: node.id, attempt: next.attempt, passed: child.outcome === 'verified', digest: child.lastVerdict.digest, childRunId });
-    }
-    const summary = `child run ${childRunId} ${child.state} (${child.outcome})${child.error ? `: ${child.error.message}` : ''}\n`;
-    const artifacts: Artifact[] = [];
-    const output = this.#outputArtifact(node.id, next.attempt, summary, artifacts);
-    if (child.state === 'completed') {
-      const succeeded: NewRunEvent = { type: 'node_succeeded', node: node.id, attempt: next.attempt, durationMs, next: followingNode(this.#spec, node.id) };
-      if (output !== undefined) succeeded.output = output;
-      if (usage !== undefined) succeeded.usage = usage;
-      await this.commit([...events, succeeded], artifacts);
-      return;
-    }
-    const error: ErrorInfo = { code: 'SUBFLOW_FAILED', message: summary.trim(), node: node.id };
-    const failed: EventOfType<'node_failed'> = { type: 'node_failed', node: node.id, attempt: next.attempt, durationMs, error };
-    if (output !== undefined) failed.output = output;
-    if (usage !== undefined) failed.usage = usage;
-    if (node.retry !== undefined && nr.retries < node.retry.max && child.state !== 'cancelled') {
-      failed.retryInMs = Math.min(300_000, node.retry.backoffMs * 2 ** nr.retries);
-      await this.commit([...events, failed], artifacts);
-      return;
-    }
-    await this.commit([...events, ...this.#failureEvents(node, failed, error)], artifacts);
+    await this.#settleAttempt(node, next.attempt, next.visit, subflowOutcome(result, node.id, childRunId, durationMs, this.#stop !== undefined));
   }
 
   // ------------------------------------------------------------ the end
@@ -614,45 +526,41 @@ export class RunDriver {
    * moved (or unknowable) tree makes the outcome `unverified` with the reason.
    */
   async #finish(): Promise<void> {
-    const verdict = this.#record.lastVerdict;
-    const closing: NewRunEvent[] = [];
-    for (const steer of this.#record.pendingSteers) {
-      closing.push({ type: 'log', level: 'warn', message: `steer ${steer.id} never reached an agent node: no agent node ran after it` });
-    }
-    if (verdict === undefined) {
-      const reason = this.#spec.contract === undefined && !this.#spec.nodes.some((n) => n.kind === 'verifier') ? 'the workflow has no contract' : 'no verifier ran';
-      await this.commit([...this.#stateFor('verifier'), ...closing, { type: 'run_state', state: 'completed', outcome: 'unverified', reason }]);
-      return;
-    }
-    if (!verdict.passed) {
-      const error: ErrorInfo = { code: 'REFUTED', message: `the last verdict (${verdict.node}, attempt ${verdict.attempt}) failed: the contract does not hold`, node: verdict.node };
-      await this.commit([...this.#stateFor('verifier'), ...closing, { type: 'run_state', state: 'failed', outcome: 'refuted', error }]);
-      return;
-    }
-    if (this.#record.sideEffectSeq === verdict.sideEffectSeq) {
-      await this.commit([...this.#stateFor('verifier'), ...closing, { type: 'run_state', state: 'completed', outcome: 'verified' }]);
+    const closing: NewRunEvent[] = this.#record.pendingSteers.map((steer) => ({
+      type: 'log',
+      level: 'warn',
+      message: `steer ${steer.id} never reached an agent node: no agent node ran after it`,
+    }));
+    const end = ending(this.#record, this.#spec);
+    if (end.kind === 'final') {
+      await this.commit([...this.#stateFor('verifier'), ...closing, end.event]);
       return;
     }
     if (this.#record.state !== 'verifying') await this.commit(this.#stateFor('verifier'));
-    let reason: string | undefined;
-    if (verdict.digest === null) reason = 'a workspace-touching node ran after the last passing verdict, and the tree cannot be digested (not a git repository)';
-    else {
-      // Re-digest exactly as the verdict was digested: a subflow's verdict with its child spec's scope.
-      const verdictNode = findNode(this.#spec, verdict.node);
-      const verdictSpec = verdict.childRunId !== undefined && verdictNode?.kind === 'subflow' && typeof verdictNode.workflow === 'object' ? verdictNode.workflow : this.#spec;
-      const task: Task = { kind: 'digest', cwd: verdictSpec.cwd ?? this.#record.cwd, scope: digestScope(verdictSpec, this.#deps.options.home) };
+    let digestNow: string | null | undefined = null;
+    if (end.digest !== null) {
+      const task: Task = { kind: 'digest', cwd: end.verdictSpec.cwd ?? this.#record.cwd, scope: digestScope(end.verdictSpec, this.#deps.options.home) };
       const outcome = await this.#dispatch(`${this.runId}/__finish/digest-${this.#record.seq}`, task, this.#deps.options.defaultTimeoutMs, this.#abort.signal);
       if (outcome.status === 'aborted') throw new Stopped(this.#stop ?? 'interrupt');
-      const digest = outcome.status === 'ok' ? (outcome.result.digest ?? null) : null;
-      if (outcome.status !== 'ok') reason = `the working tree could not be re-digested after the verdict (${outcome.status})`;
-      else if (digest !== verdict.digest) reason = `the working tree changed after the last passing verdict (${verdict.node}, attempt ${verdict.attempt}): a workspace-touching node ran after it`;
+      digestNow = outcome.status === 'ok' ? (outcome.result.digest ?? null) : undefined;
     }
-    const done: NewRunEvent = reason === undefined ? { type: 'run_state', state: 'completed', outcome: 'verified' } : { type: 'run_state', state: 'completed', outcome: 'unverified', reason };
-    await this.commit([...closing, done]);
+    await this.commit([...closing, recheckedEnding(this.#record, digestNow)]);
   }
 }
 
-type EventOfType<T extends NewRunEvent['type']> = Extract<NewRunEvent, { type: T }>;
+/** A subflow attempt's outcome from how its child run ended. */
+function subflowOutcome(result: ChildRunResult, nodeId: string, childRunId: string, durationMs: number, stopping: boolean): AttemptOutcome {
+  const none = { executions: 0, durationMs, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 };
+  // A child that ended because this run is stopping (a cancel passed down) is a stop, not a failure.
+  if (result.status === 'stopped' || stopping) return { kind: 'stopped', usage: none, durationMs };
+  if (result.status === 'refused') return { kind: 'failed', error: { code: 'SUBFLOW_FAILED', message: result.message, node: nodeId }, usage: none, durationMs, retryable: false };
+  const child = result.record;
+  const summary = `child run ${childRunId} ${child.state} (${child.outcome})${child.error ? `: ${child.error.message}` : ''}`;
+  const childVerdict = child.lastVerdict === undefined ? undefined : { passed: child.outcome === 'verified', digest: child.lastVerdict.digest, childRunId };
+  const common = { usage: child.usage, durationMs, output: `${summary}\n`, ...(childVerdict === undefined ? {} : { childVerdict }) };
+  if (child.state === 'completed') return { kind: 'ok', ...common };
+  return { kind: 'failed', error: { code: 'SUBFLOW_FAILED', message: summary, node: nodeId }, retryable: child.state !== 'cancelled', ...common };
+}
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
