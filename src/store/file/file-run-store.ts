@@ -295,7 +295,7 @@ export class FileRunStore implements RunStore {
     await applyPending(dir);
     await rm(join(dir, '.tx.staging'), { recursive: true, force: true });
     for (const name of await readdir(dir)) {
-      if (name.startsWith('.tx.done-') || name.startsWith('.rm-')) await rm(join(dir, name), { recursive: true, force: true });
+      if (name.startsWith('.rm-')) await rm(join(dir, name), { recursive: true, force: true });
     }
   }
 

@@ -19,14 +19,13 @@
  * without an fsync: if power loss rolls it back, readers fold the newer events
  * onto it (it records how many bytes of the log it covers).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { RunRecord } from '../../protocol/record.js';
 import { failpoint } from '../../util/failpoints.js';
 import type { CommitBatch } from '../run-store.js';
 import { eventLines } from './events-log.js';
-import { fsyncDir, isErrno, writeFileAtomic, writeFileDurable } from './fsx.js';
+import { fsyncDir, isErrno, removeTree, writeFileAtomic, writeFileDurable } from './fsx.js';
 
 export const TX_DIR = '.tx';
 export const STAGING_DIR = '.tx.staging';
@@ -105,7 +104,7 @@ export async function applyPending(runDir: string): Promise<boolean> {
   } catch (err) {
     if (isErrno(err, 'ENOENT', 'ENOTDIR')) {
       // No batch, or only the shell of one whose removal was interrupted.
-      await discard(runDir, tx);
+      await removeTree(tx);
       return false;
     }
     throw err;
@@ -140,19 +139,8 @@ export async function applyPending(runDir: string): Promise<boolean> {
   const checkpoint: Checkpoint = { v: 1, eventsBytes, record: manifest.record };
   await writeFileAtomic(join(runDir, 'run.json'), JSON.stringify(checkpoint), { durable: false });
   failpoint('commit.after-apply');
-  await discard(runDir, tx);
+  await removeTree(tx);
   return true;
-}
-
-async function discard(runDir: string, tx: string): Promise<void> {
-  const aside = join(runDir, `.tx.done-${randomBytes(4).toString('hex')}`);
-  try {
-    await rename(tx, aside);
-  } catch (err) {
-    if (isErrno(err, 'ENOENT')) return;
-    throw err;
-  }
-  await rm(aside, { recursive: true, force: true });
 }
 
 async function sizeOf(path: string): Promise<number> {
