@@ -5,8 +5,11 @@
  * end state into an exit code.
  */
 import type { Host, RunHandle } from '../host/host.js';
+import { isRunwardenError } from '../protocol/errors.js';
+import { TERMINAL_STATES } from '../protocol/events.js';
 import type { RunEvent } from '../protocol/events.js';
 import type { RunRecord } from '../protocol/record.js';
+import { err, out } from './io.js';
 import { formatEvent } from './render.js';
 
 /** Exit codes: 0 completed (verified or unverified), 1 failed / refuted / cancelled / stopped early, 2 bad input, 128 + signal when stopped by SIGINT (130) or SIGTERM (143). */
@@ -71,3 +74,23 @@ export async function followRun(
     process.off('SIGTERM', onSignal);
   }
 }
+
+/** Wait for a run in the foreground and report it. Returns the exit code. */
+export async function waitAndReport(host: Host, handle: Awaited<ReturnType<Host['start']>>, json: boolean): Promise<number> {
+  const { record, interrupted, stopped, error } = await followRun(host, handle, { json, out, err });
+  if (error !== undefined) err(`error${isRunwardenError(error) ? ` [${error.code}]` : ''}: ${error.message}`);
+  if (!json) summarize(host, record, stopped);
+  if (interrupted !== undefined && !TERMINAL_STATES.has(record.state)) return interrupted === 'SIGTERM' ? EXIT.terminated : EXIT.interrupted;
+  if (stopped !== undefined && !TERMINAL_STATES.has(record.state)) return EXIT.failed;
+  return exitCodeFor(record);
+}
+
+function summarize(host: Host, record: RunRecord, stopped: string | undefined): void {
+  const ended = TERMINAL_STATES.has(record.state);
+  out('');
+  out(`run ${record.runId} ${record.state} · ${record.outcome}${record.outcomeReason !== undefined ? ` (${record.outcomeReason})` : ''}`);
+  if (record.error !== undefined) out(`error: ${record.error.code}: ${record.error.message}`);
+  if (record.lastVerdict?.evidenceId !== undefined) out(`evidence: ${host.store.locate(record.runId, `evidence/${record.lastVerdict.evidenceId}`)}`);
+  if (!ended) out(`the run is not finished (${stopped ?? 'stopped'}); continue it with: runwarden resume ${record.runId}`);
+}
+
