@@ -8,80 +8,14 @@
  */
 import { z } from 'zod';
 import { ConditionSchema, MAX_CONDITION_DEPTH, conditionDepth, conditionNodeRefs } from './conditions.js';
-import { SpecError, type ValidationIssue } from './errors.js';
-import { NODE_ID } from './ids.js';
+import { ContractSchema, type Contract } from './contract.js';
+import { SpecError } from './errors.js';
+import { DEFAULT_MAX_NODE_VISITS, durationMs, envMap, nodeId, nonEmpty } from './fields.js';
+import { zodIssues } from './validation.js';
 
-/** The default bound on visits of any one node. */
-export const DEFAULT_MAX_NODE_VISITS = 50;
-/** The default `timeoutMs` of a command check: 10 minutes. */
-export const DEFAULT_CHECK_TIMEOUT_MS = 600_000;
-/** The longest timeout accepted anywhere: 7 days. */
-export const MAX_TIMEOUT_MS = 7 * 24 * 3_600_000;
-
-const nonEmpty = z.string().min(1, 'must not be empty');
-const nodeId = z
-  .string()
-  .regex(NODE_ID, "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter, digit or '_' and not ending with '.'")
-  .refine((s) => !s.includes('..'), "must not contain '..'")
-  .refine((s) => s !== '__proto__', "'__proto__' is reserved");
-const durationMs = z.number().int('must be an integer number of milliseconds').min(1, 'must be at least 1 ms').max(MAX_TIMEOUT_MS, 'must be at most 7 days');
-const envMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a valid environment variable name'), z.string());
-/** A path relative to the run's cwd that stays inside it. */
-const relativePath = nonEmpty.refine(
-  (p) => !p.startsWith('/') && !/^[A-Za-z]:[\\/]/.test(p) && !p.split(/[\\/]/).includes('..'),
-  'must be a relative path inside the run cwd (no leading / and no ..)',
-);
-
-// ---------------------------------------------------------------- contracts
-
-/** A contract check that runs a program (argv, never a shell string). */
-export const CommandCheckSchema = z.strictObject({
-  type: z.literal('command'),
-  id: nodeId.optional(),
-  cmd: nonEmpty,
-  args: z.array(z.string()).default([]),
-  cwd: z.string().optional(),
-  env: envMap.optional(),
-  /** @default 0 */
-  expectExit: z.number().int().min(0).max(255).default(0),
-  /** @default 600000 (10 minutes) */
-  timeoutMs: durationMs.default(DEFAULT_CHECK_TIMEOUT_MS),
-  /** @default true */
-  required: z.boolean().default(true),
-});
-
-/** A contract check on a file inside the run cwd: exists (or not), optionally matching a regex. */
-export const FileCheckSchema = z.strictObject({
-  type: z.literal('file'),
-  id: nodeId.optional(),
-  path: relativePath,
-  /** @default true */
-  exists: z.boolean().default(true),
-  matches: z
-    .string()
-    .max(1000, 'must be at most 1000 characters')
-    .refine((s) => {
-      try {
-        new RegExp(s);
-        return true;
-      } catch {
-        return false;
-      }
-    }, 'must be a valid regular expression')
-    .optional(),
-  /** @default true */
-  required: z.boolean().default(true),
-});
-
-export const CheckSchema = z.discriminatedUnion('type', [CommandCheckSchema, FileCheckSchema], {
-  error: (issue) => (issue.code === 'invalid_union' ? "unknown check type; expected 'command' or 'file'" : undefined),
-});
-
-/** An acceptance contract: checks the runtime runs itself. */
-export const ContractSchema = z.strictObject({
-  id: z.string().min(1).max(200).optional(),
-  checks: z.array(CheckSchema).min(1, 'a contract needs at least one check'),
-});
+export { CheckSchema, CommandCheckSchema, ContractSchema, FileCheckSchema, type Check, type Contract } from './contract.js';
+export { DEFAULT_CHECK_TIMEOUT_MS, DEFAULT_MAX_NODE_VISITS, MAX_TIMEOUT_MS } from './fields.js';
+export { formatPath, zodIssues } from './validation.js';
 
 // ---------------------------------------------------------------- nodes
 
@@ -222,8 +156,6 @@ export type WorkflowSpec = z.infer<typeof WorkflowSpecSchema>;
 export type WorkflowSpecInput = z.input<typeof WorkflowSpecSchema>;
 export type WorkflowNode = z.infer<typeof NodeSchema>;
 export type NodeKind = WorkflowNode['kind'];
-export type Contract = z.infer<typeof ContractSchema>;
-export type Check = z.infer<typeof CheckSchema>;
 export type CustomEngine = z.infer<typeof CustomEngineSchema>;
 export type FanoutMember = z.infer<typeof FanoutMemberSchema>;
 export type NodeOf<K extends NodeKind> = Extract<WorkflowNode, { kind: K }>;
@@ -313,40 +245,6 @@ function checkIdIssues(checks: Array<{ id?: string }>, path: Array<string | numb
     if (check.id === undefined) return;
     if (seen.has(check.id)) issues.push({ path: [...path, c, 'id'], message: `duplicate check id '${check.id}'` });
     seen.add(check.id);
-  });
-}
-
-/** Format a zod path as `nodes[2].routes[0].to`. */
-export function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const segment of path) {
-    if (typeof segment === 'number') out += `[${segment}]`;
-    else out += out === '' ? String(segment) : `.${String(segment)}`;
-  }
-  return out;
-}
-
-/** Convert zod issues to runwarden validation issues, expanding unknown keys into one issue each. */
-export function zodIssues(error: z.ZodError, prefix = ''): ValidationIssue[] {
-  const join = (p: string): string => (prefix === '' ? p : p === '' ? prefix : p.startsWith('[') ? `${prefix}${p}` : `${prefix}.${p}`);
-  // `.int()` adds its own safe-integer bound; when a field also has a bound of its own, report that one only.
-  const bounded = new Set(error.issues.filter((i) => i.code === 'too_big' && i.maximum !== Number.MAX_SAFE_INTEGER).map((i) => formatPath(i.path)));
-  const issues = error.issues.filter((i) => !(i.code === 'too_big' && i.maximum === Number.MAX_SAFE_INTEGER && bounded.has(formatPath(i.path))));
-  return issues.flatMap((issue): ValidationIssue[] => {
-    const path = formatPath(issue.path);
-    if (issue.code === 'unrecognized_keys') {
-      return issue.keys.map((key) => ({ path: join(path === '' ? key : `${path}.${key}`), message: 'unknown field' }));
-    }
-    if (issue.code === 'invalid_union' && issue.errors.length > 0 && !('discriminator' in issue)) {
-      // A union of alternatives (e.g. subflow workflow: path | spec): report the deepest alternative's issues.
-      const nested = issue.errors
-        .map((alt) => alt.map((i) => ({ ...i, path: [...issue.path, ...i.path] })))
-        .sort((a, b) => Math.max(...b.map((i) => i.path.length)) - Math.max(...a.map((i) => i.path.length)))[0];
-      if (nested !== undefined && nested.some((i) => i.path.length > issue.path.length)) {
-        return zodIssues(new z.ZodError(nested as z.core.$ZodIssue[]), prefix);
-      }
-    }
-    return [{ path: join(path), message: issue.message }];
   });
 }
 
