@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN, cli, makeHome, tempDir, writeSpec } from '../helpers/cli.js';
+import { BIN, cli, makeHome, readEvents, tempDir, waitFor, writeSpec } from '../helpers/cli.js';
 
 const ok = { name: 'ok', nodes: [{ id: 'a', kind: 'command', cmd: 'true' }] };
 
@@ -132,6 +132,7 @@ describe('the read commands', () => {
     expect((await cli(home, ['events', 'ef', '--follow'])).exitCode).toBe(1);
     const slow = writeSpec(dir, { name: 'slow', nodes: [{ id: 'a', kind: 'command', cmd: 'sleep', args: ['30'] }] }, 'slow.json');
     const started = JSON.parse((await cli(home, ['run', slow, '--id', 'orphan', '--json'])).stdout) as { pid: number };
+    await waitFor(() => readEvents(home, 'orphan').some((e) => e.type === 'node_started'), 'the node to start');
     process.kill(started.pid, 'SIGKILL');
     const followed = await cli(home, ['events', 'orphan', '--follow'], { timeoutMs: 15_000 });
     expect(followed.exitCode).toBe(1);
