@@ -91,9 +91,12 @@ export class Host {
   readonly #drivers = new Map<string, { driver: RunDriver; done: Promise<DriveResult> }>();
   #closing: Promise<void> | undefined;
 
-  private constructor(options: CompiledHostOptions, logger: Logger, workerEntry: string) {
+  readonly #closeLog: () => Promise<void>;
+
+  private constructor(options: CompiledHostOptions, logger: Logger, closeLog: () => Promise<void>, workerEntry: string) {
     this.options = options;
     this.logger = logger;
+    this.#closeLog = closeLog;
     this.owner = currentOwner(`owner-${randomUUID()}`);
     this.store = new FileRunStore({ home: options.home, leaseTtlMs: options.leaseTtlMs, logger });
     this.#scheduler = new Scheduler(options.maxConcurrent);
@@ -117,8 +120,10 @@ export class Host {
   static async open(options: HostOpenOptions = {}): Promise<Host> {
     const { logger, workerEntry, ...hostOptions } = options;
     const compiled = compileHostOptions(hostOptions);
-    const log = logger === false ? silentLogger() : (logger ?? createHostLogger(compiled.home, compiled.logLevel));
-    return new Host(compiled, log, workerEntry ?? defaultWorkerEntry());
+    const entry = workerEntry ?? defaultWorkerEntry();
+    if (logger !== undefined) return new Host(compiled, logger === false ? silentLogger() : logger, () => Promise.resolve(), entry);
+    const own = createHostLogger(compiled.home, compiled.logLevel);
+    return new Host(compiled, own.logger, own.close, entry);
   }
 
   /** Worker pool counters. */
@@ -416,6 +421,7 @@ export class Host {
       this.#leases.close();
       await this.#pool.close();
       await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
+      await this.#closeLog();
     })();
     return this.#closing;
   }

@@ -1,19 +1,72 @@
 /**
  * The host log: pino JSON lines appended to `<home>/logs/runwarden.log`.
  * Humans read run events through the CLI; this log is for operators.
+ *
+ * Logging never takes the host down: a log that cannot be opened or written
+ * (a read-only home, a full disk) is switched off, and the host goes on —
+ * the run's own state lives in the store, which reports its faults itself.
  */
-import { mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
-/** A pino logger writing to the store's log file. */
-export function createHostLogger(home: string, level: string): Logger {
+/** An append-only log file that turns itself off on the first write error. */
+class LogFile {
+  #stream: WriteStream | undefined;
+
+  constructor(path: string) {
+    this.#stream = createWriteStream(path, { flags: 'a', highWaterMark: 1 << 20 });
+    this.#stream.on('error', () => this.#disable());
+  }
+
+  write(line: string): void {
+    if (this.#stream === undefined || this.#stream.writableNeedDrain) return; // a stuck disk must not grow memory without bound
+    this.#stream.write(line);
+  }
+
+  flush(done: (err?: Error) => void): void {
+    const stream = this.#stream;
+    if (stream === undefined || stream.writableLength === 0) {
+      done();
+      return;
+    }
+    stream.once('drain', () => done());
+    stream.once('error', () => done());
+  }
+
+  /** Finish pending writes and close the file. */
+  end(): Promise<void> {
+    const stream = this.#stream;
+    this.#stream = undefined;
+    if (stream === undefined) return Promise.resolve();
+    return new Promise((resolve) => {
+      stream.once('error', () => resolve());
+      stream.end(() => resolve());
+    });
+  }
+
+  #disable(): void {
+    const stream = this.#stream;
+    this.#stream = undefined;
+    stream?.destroy();
+  }
+}
+
+/**
+ * A pino logger writing to the store's log file, or writing nothing when the
+ * file cannot be opened; `close` ends the file.
+ */
+export function createHostLogger(home: string, level: string): { logger: Logger; close(): Promise<void> } {
   const dir = join(home, 'logs');
-  mkdirSync(dir, { recursive: true });
-  const destination = pino.destination({ dest: join(dir, 'runwarden.log'), append: true, sync: false, mkdir: true });
-  return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, destination);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch {
+    return { logger: silentLogger(), close: () => Promise.resolve() };
+  }
+  const file = new LogFile(join(dir, 'runwarden.log'));
+  return { logger: pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, file), close: () => file.end() };
 }
 
 /** A logger that writes nothing. */

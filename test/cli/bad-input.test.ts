@@ -146,3 +146,21 @@ describe('the read commands', () => {
     expect(result.stdout).not.toContain('background-host');
   });
 });
+
+describe('a log that cannot be written never takes the host down', () => {
+  for (const [what, make] of [
+    ['the log path is a directory', (log: string) => import('node:fs').then((fs) => fs.mkdirSync(log))],
+    ['the disk is full (the log is /dev/full)', (log: string) => import('node:fs').then((fs) => fs.symlinkSync('/dev/full', log))],
+  ] as const) {
+    it(what, async () => {
+      const home = makeHome();
+      await import('node:fs').then((fs) => fs.mkdirSync(join(home, 'logs')));
+      await make(join(home, 'logs', 'runwarden.log'));
+      const spec = writeSpec(tempDir(), { name: 'logless', nodes: [{ id: 'a', kind: 'command', cmd: 'echo', args: ['hi'] }, { id: 'b', kind: 'command', cmd: 'true' }] });
+      const result = await cli(home, ['run', spec, '--id', 'nolog', '--wait'], { timeoutMs: 20_000 });
+      expect(result.stderr).toBe('');
+      expect(result.exitCode).toBe(0);
+      expect((await cli(home, ['list'])).stdout).toContain('nolog');
+    });
+  }
+});
