@@ -8,7 +8,9 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { LeaseHeldError, RunwardenError, isRunwardenError } from '../protocol/errors.js';
+import { z } from 'zod';
+import { LeaseHeldError, RunwardenError, ValidationError, isRunwardenError } from '../protocol/errors.js';
+import { zodIssues } from '../protocol/validation.js';
 import { TERMINAL_STATES, type RunEvent, type SecretRef } from '../protocol/events.js';
 import { assertRunId, newRunId } from '../protocol/ids.js';
 import { createRecord, type RunRecord } from '../protocol/record.js';
@@ -316,6 +318,8 @@ export class Host {
   async control(runId: string, action: ControlAction, options: { text?: string; waitMs?: number } = {}): Promise<ControlReceipt> {
     this.#assertOpen();
     assertRunId(runId);
+    const parsed = ControlArgsSchema.safeParse({ action, ...options });
+    if (!parsed.success) throw new ValidationError('OPTION_INVALID', `${String(action)} request`, zodIssues(parsed.error));
     if (action === 'steer' && (options.text === undefined || options.text.trim() === '')) {
       throw new RunwardenError('OPTION_INVALID', 'steer text must not be empty', { field: 'text' });
     }
@@ -426,6 +430,13 @@ export class Host {
     return this.#closing;
   }
 }
+
+/** What {@link Host.control} accepts. */
+const ControlArgsSchema = z.strictObject({
+  action: z.enum(['cancel', 'steer', 'approve', 'reject']),
+  text: z.string().max(100_000).optional(),
+  waitMs: z.number().int().min(0).max(600_000).optional(),
+});
 
 function notFound(runId: string): RunwardenError {
   return new RunwardenError('RUN_NOT_FOUND', `no run with id ${runId}`, { field: 'runId' });

@@ -190,6 +190,17 @@ export const RunEventSchema = z.discriminatedUnion('type', [
 ]);
 
 export type RunEvent = z.infer<typeof RunEventSchema>;
+
+/** A control request waiting in a run's inbox until its owner applies it (written by any process: validated when read). */
+export const ControlRequestSchema = z.strictObject({
+  id: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'must be 1-64 letters, digits or dashes'),
+  action: z.enum(['cancel', 'steer', 'approve', 'reject']),
+  text: z.string().max(100_000, 'must be at most 100000 characters').optional(),
+  /** ISO time of posting. */
+  at: z.string(),
+  from: z.strictObject({ pid: z.number().int(), host: z.string() }),
+});
+export type ControlRequest = z.infer<typeof ControlRequestSchema>;
 export type RunEventType = RunEvent['type'];
 export type EventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;
 /** An event before the store-facing fields (`seq`, `ts`) are assigned. */

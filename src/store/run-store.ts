@@ -4,7 +4,9 @@
  * file system — a database-backed store implements the same interface and
  * passes the same conformance tests.
  */
-import type { RunEvent, RunOutcome, RunState } from '../protocol/events.js';
+import type { ControlRequest, RunEvent, RunOutcome, RunState } from '../protocol/events.js';
+
+export type { ControlRequest } from '../protocol/events.js';
 import type { RunRecord } from '../protocol/record.js';
 import type { WorkflowSpec } from '../protocol/spec.js';
 
@@ -89,16 +91,6 @@ export type AcquireResult =
   | { status: 'held'; lease: LeaseRecord }
   | { status: 'not_found' }
   | { status: 'blocked'; reason: string };
-
-/** A control request waiting in a run's inbox until its owner applies it. */
-export interface ControlRequest {
-  id: string;
-  action: 'cancel' | 'steer' | 'approve' | 'reject';
-  text?: string;
-  /** ISO time of posting. */
-  at: string;
-  from: { pid: number; host: string };
-}
 
 /** One line of `list`. */
 export interface RunSummary {

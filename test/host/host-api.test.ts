@@ -1,3 +1,5 @@
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Host } from '../../src/host/host.js';
 import { currentOwner } from '../../src/store/liveness.js';
@@ -14,6 +16,30 @@ describe('Host (library API)', () => {
       expect(record).toMatchObject({ state: 'completed', outcome: 'unverified', outcomeReason: 'the workflow has no contract' });
       expect(seen).toContain('node_succeeded');
       await expect(host.start({ spec: { name: 'x', nodes: [] } })).rejects.toMatchObject({ code: 'SPEC_INVALID', field: 'nodes' });
+    } finally {
+      await host.close();
+    }
+  });
+
+  it('refuses bad control arguments before anything is written, and drops inbox entries it did not write', async () => {
+    const home = makeHome();
+    const host = await Host.open({ home, logger: false });
+    try {
+      const run = await host.start({ spec: { name: 'gate', cwd: tempDir(), nodes: [{ id: 'g', kind: 'human_gate', prompt: 'ok?' }] }, runId: 'api-3' });
+      await new Promise((r) => setTimeout(r, 200));
+      await expect(host.control('api-3', 'approved' as never)).rejects.toMatchObject({ code: 'OPTION_INVALID', field: 'action' });
+      await expect(host.control('api-3', 'approve', { text: 123 as never })).rejects.toMatchObject({ code: 'OPTION_INVALID', field: 'text' });
+      await expect(host.control('api-3', 'steer', { text: 5 as never })).rejects.toMatchObject({ code: 'OPTION_INVALID', field: 'text' });
+      const inbox = join(home, 'runs/api-3/inbox');
+      mkdirSync(inbox, { recursive: true });
+      writeFileSync(join(inbox, '000000000000001-forged.json'), JSON.stringify({ id: 'forged', action: 'approved', at: 'now', from: { pid: 1, host: 'h' } }));
+      await new Promise((r) => setTimeout(r, 500));
+      expect(readdirSync(inbox)).toEqual([]);
+      expect(run.record.state).toBe('awaiting_human');
+      await host.control('api-3', 'approve');
+      expect((await run.done).record.state).toBe('completed');
+      const events = await host.store.readEvents('api-3');
+      expect(events.filter((e) => e.type === 'control')).toHaveLength(1);
     } finally {
       await host.close();
     }

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { childRunId as makeChildRunId } from '../../protocol/ids.js';
 import { RunwardenError } from '../../protocol/errors.js';
-import { TERMINAL_STATES, type ErrorInfo, type NewRunEvent, type RunEvent, type RunState } from '../../protocol/events.js';
+import { RunEventSchema, TERMINAL_STATES, type ErrorInfo, type NewRunEvent, type RunEvent, type RunState } from '../../protocol/events.js';
 import { evaluateCondition } from '../../protocol/conditions.js';
 import type { Task } from '../../protocol/ipc.js';
 import { applyEvents, type RunRecord } from '../../protocol/record.js';
@@ -234,7 +234,8 @@ export class RunDriver {
     const run = async (): Promise<void> => {
       if (this.#stop === 'superseded') throw new Stopped('superseded');
       const ts = new Date().toISOString();
-      const full = events.map((e, i) => ({ ...e, seq: this.#record.seq + 1 + i, ts }) as RunEvent);
+      // Nothing invalid ever reaches the durable log: a bad event here is a kernel bug, and it fails loudly.
+      const full = events.map((e, i) => RunEventSchema.parse({ ...e, seq: this.#record.seq + 1 + i, ts }));
       const next = applyEvents(this.#record, full);
       for (let tries = 0; ; tries++) {
         const status = await this.#deps.store.commit(this.#guard, { events: full, record: next, artifacts });

@@ -18,7 +18,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join, normalize, sep } from 'node:path';
 import { LeaseHeldError, RunwardenError } from '../../protocol/errors.js';
-import type { RunEvent } from '../../protocol/events.js';
+import { ControlRequestSchema, type RunEvent } from '../../protocol/events.js';
 import { assertRunId, runIdProblem } from '../../protocol/ids.js';
 import { applyEvents, replay, type RunRecord } from '../../protocol/record.js';
 import { parseWorkflowSpec, type WorkflowSpec } from '../../protocol/spec.js';
@@ -401,8 +401,13 @@ export class FileRunStore implements RunStore {
     }
     const requests: ControlRequest[] = [];
     for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
-      const request = await readJsonLoose<ControlRequest>(join(inbox, name));
-      if (request !== undefined) requests.push(request);
+      const parsed = ControlRequestSchema.safeParse(await readJsonLoose<unknown>(join(inbox, name)));
+      if (parsed.success) requests.push(parsed.data);
+      else {
+        // Not a request any runwarden wrote: drop it rather than let it block the inbox.
+        this.#log.warn({ runId, file: name, problem: parsed.error.issues[0]?.message }, 'invalid control request dropped');
+        await unlink(join(inbox, name)).catch(() => undefined);
+      }
     }
     return requests;
   }
