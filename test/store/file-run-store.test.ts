@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync, truncateSync, writeFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { open } from 'node:fs/promises';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/protocol/events.js';
@@ -178,6 +179,34 @@ describe('FileRunStore: durability and recovery', () => {
       expect(readdirSync(runDir(home, 'tx')).filter((n) => n.startsWith('.tx'))).toEqual([]);
     });
   }
+
+  it('writes every byte when the disk takes short writes (write(2) may write less than asked)', async () => {
+    const home = tempDir();
+    const store = new FileRunStore({ home });
+    const { guard, record } = await createRun(store, 'short', owner);
+    // Fault injection: every write on a file handle takes at most 7 bytes, as a filling disk may.
+    const probe = await open(join(home, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<{ bytesWritten: number }> };
+    await probe.close();
+    const original = proto.write;
+    proto.write = function (this: unknown, data: unknown, offset: unknown, length: unknown, position: unknown) {
+      if (data instanceof Uint8Array && typeof length === 'number') return original.call(this, data, offset, Math.min(length, 7), position);
+      return original.call(this, data, offset, length, position);
+    };
+    try {
+      let current = record;
+      for (const message of ['one', 'two', 'three']) {
+        const batch = logEvent(current, `a longer message so that the line takes many short writes: ${message}`);
+        expect(await store.commit(guard, batch)).toBe('committed');
+        current = batch.record;
+      }
+    } finally {
+      proto.write = original;
+    }
+    expect(readEvents(home, 'short').map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    await import('node:fs').then((fs) => fs.rmSync(join(runDir(home, 'short'), 'run.json')));
+    expect((await new FileRunStore({ home }).load('short'))?.record.seq).toBe(4);
+  });
 
   it('leaves nothing of a batch that crashed before publishing', async () => {
     const home = tempDir();

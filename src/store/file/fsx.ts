@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /** True when `err` is a Node error with one of the given codes. */
@@ -21,6 +21,20 @@ export async function writeFileDurable(path: string, data: string | Uint8Array):
     await fh.sync();
   } finally {
     await fh.close();
+  }
+}
+
+/**
+ * Write all of `data` at `position`. write(2) may write less than asked (a
+ * filling disk) without failing; this goes on until every byte is written or
+ * a write fails.
+ */
+export async function writeAll(fh: FileHandle, data: Uint8Array, position: number): Promise<void> {
+  let written = 0;
+  while (written < data.length) {
+    const { bytesWritten } = await fh.write(data, written, data.length - written, position + written);
+    if (bytesWritten <= 0) throw Object.assign(new Error(`write made no progress at byte ${position + written}`), { code: 'EIO' });
+    written += bytesWritten;
   }
 }
 

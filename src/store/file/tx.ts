@@ -25,7 +25,7 @@ import type { RunRecord } from '../../protocol/record.js';
 import { failpoint } from '../../util/failpoints.js';
 import type { CommitBatch } from '../run-store.js';
 import { eventLines } from './events-log.js';
-import { fsyncDir, isErrno, removeTree, writeFileAtomic, writeFileDurable } from './fsx.js';
+import { fsyncDir, isErrno, removeTree, writeAll, writeFileAtomic, writeFileDurable } from './fsx.js';
 
 export const TX_DIR = '.tx';
 export const STAGING_DIR = '.tx.staging';
@@ -129,7 +129,7 @@ export async function applyPending(runDir: string): Promise<boolean> {
     const at = Math.min(size, manifest.eventsOffset);
     if (size > at) await fh.truncate(at);
     const data = Buffer.from(manifest.events, 'utf8');
-    await fh.write(data, 0, data.length, at);
+    await writeAll(fh, data, at);
     await fh.sync();
     eventsBytes = at + data.length;
   } finally {
