@@ -8,5 +8,14 @@ if (!existsSync(fileURLToPath(entry))) {
   process.stderr.write('runwarden is not built: run `npm run build` (npm ci does it for you)\n');
   process.exit(1);
 }
+// A command whose work never settles must not look like a success when the process runs out of work.
+let finished = false;
+process.on('exit', (code) => {
+  if (!finished && code === 0) {
+    process.stderr.write('runwarden: internal error: the command stopped before it finished\n');
+    process.exitCode = 1;
+  }
+});
 const { main } = await import(entry.href);
 await main(process.argv);
+finished = true;

@@ -1,7 +1,7 @@
 /** Human-readable output of the CLI: one line per event, the run sheet, tables. */
 import type { RunEvent } from '../protocol/events.js';
 import type { RunRecord } from '../protocol/record.js';
-import type { LeaseRecord, RunSummary } from '../store/run-store.js';
+import type { LeaseRecord, ListedRun } from '../store/run-store.js';
 
 export function formatMs(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -76,11 +76,11 @@ export function table(headers: string[], rows: string[][]): string {
   return [render(headers), ...rows.map(render)].join('\n');
 }
 
-export function formatList(runs: RunSummary[]): string {
+export function formatList(runs: ListedRun[]): string {
   if (runs.length === 0) return 'no runs';
   return table(
     ['RUN', 'NAME', 'STATE', 'OUTCOME', 'UPDATED'],
-    runs.map((r) => [r.runId, r.name, r.state, r.outcome, r.updatedAt.replace('T', ' ').slice(0, 19)]),
+    runs.map((r) => ('unreadable' in r ? [r.runId, '?', 'unreadable', '-', clean(r.unreadable)] : [r.runId, r.name, r.state, r.outcome, r.updatedAt.replace('T', ' ').slice(0, 19)])),
   );
 }
 

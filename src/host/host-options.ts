@@ -38,6 +38,11 @@ export const HostOptionsSchema = z.strictObject({
   workerIdleMs: ms(0).optional(),
   /** A worker that has not said `ready` after this long failed to start. @default 10000 */
   workerStartTimeoutMs: ms(100).optional(),
+  /**
+   * How long a run keeps retrying a write the store refused (a full or read-only disk, lock contention)
+   * before it stops with STORE_BLOCKED, resumable once the fault clears. @default 10000
+   */
+  storeRetryMs: ms(0, 3_600_000).optional(),
   /** How deep subflows may nest. @default 8 */
   subflowMaxDepth: z.number().int().min(1).max(64).optional(),
   /** pino level of the host log. @default 'info' */
@@ -104,6 +109,7 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
     controlPollMs: merged.controlPollMs ?? 250,
     workerIdleMs: merged.workerIdleMs ?? 10_000,
     workerStartTimeoutMs: merged.workerStartTimeoutMs ?? 10_000,
+    storeRetryMs: merged.storeRetryMs ?? 10_000,
     subflowMaxDepth: merged.subflowMaxDepth ?? 8,
     logLevel: merged.logLevel ?? ((process.env.RUNWARDEN_LOG_LEVEL as HostOptions['logLevel']) || 'info'),
   };

@@ -17,7 +17,7 @@ import { createRecord, type RunRecord } from '../protocol/record.js';
 import type { WorkflowSpec } from '../protocol/spec.js';
 import { FileRunStore, leaseHeld } from '../store/file/file-run-store.js';
 import { currentOwner } from '../store/liveness.js';
-import type { ControlRequest, ListOptions, LoadedRun, OwnerInfo, RunGuard, RunStore, RunSummary } from '../store/run-store.js';
+import type { ControlRequest, ListedRun, ListOptions, LoadedRun, OwnerInfo, RunGuard, RunStore } from '../store/run-store.js';
 import { compileHostOptions, type CompiledHostOptions, type HostOptions } from './host-options.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { createHostLogger, silentLogger } from './logger.js';
@@ -245,6 +245,8 @@ export class Host {
   #drive(driver: RunDriver): RunHandle {
     const done = driver.drive().finally(() => this.#drivers.delete(driver.runId));
     this.#drivers.set(driver.runId, { driver, done });
+    // A start that raced close(): stop at once, resumable, like every other run of this host.
+    if (this.#closing !== undefined) driver.interrupt();
     done.then(
       (result) => this.logger.info({ runId: driver.runId, state: result.record.state, outcome: result.record.outcome, stopped: result.stopped }, 'run driver stopped'),
       (err: unknown) => this.logger.error({ runId: driver.runId, err }, 'run driver failed'),
@@ -300,6 +302,7 @@ export class Host {
     else request.signal.addEventListener('abort', onAbort, { once: true });
     try {
       const result = await handle.done;
+      if (result.stopped === 'blocked') return { status: 'blocked', error: result.error ?? new RunwardenError('STORE_BLOCKED', `child run ${request.childRunId} could not write to the store`) };
       return result.stopped === undefined ? { status: 'ended', record: result.record } : { status: 'stopped' };
     } finally {
       request.signal.removeEventListener('abort', onAbort);
@@ -378,7 +381,8 @@ export class Host {
     return run;
   }
 
-  list(options?: ListOptions): Promise<RunSummary[]> {
+  /** Runs, newest first; a run that cannot be read is listed with the reason (`unreadable`). */
+  list(options?: ListOptions): Promise<ListedRun[]> {
     return this.store.list(options);
   }
 
@@ -390,7 +394,7 @@ export class Host {
     this.#assertOpen();
     assertRunId(runId);
     if (this.#drivers.has(runId)) throw new RunwardenError('LEASE_HELD', `run ${runId} is being driven by this process; cancel it first`);
-    const children = (await this.store.list({ includeChildren: true })).filter((s) => s.parentRunId === runId).map((s) => s.runId);
+    const children = (await this.store.list({ includeChildren: true })).filter((s) => 'parentRunId' in s && s.parentRunId === runId).map((s) => s.runId);
     const deleted: string[] = [];
     for (const child of children) deleted.push(...(await this.delete(child)));
     let guard: RunGuard;
@@ -419,9 +423,11 @@ export class Host {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      const running = [...this.#drivers.values()];
-      for (const { driver } of running) driver.interrupt();
-      await Promise.allSettled(running.map((r) => r.done));
+      // Loop: a start that raced this close adds a driver, which #drive interrupts at once.
+      for (let running = [...this.#drivers.values()]; running.length > 0; running = [...this.#drivers.values()]) {
+        for (const { driver } of running) driver.interrupt();
+        await Promise.allSettled(running.map((r) => r.done));
+      }
       this.#leases.close();
       await this.#pool.close();
       await new Promise<void>((resolve) => this.logger.flush(() => resolve()));

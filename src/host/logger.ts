@@ -15,6 +15,9 @@ export type { Logger } from 'pino';
 /** An append-only log file that turns itself off on the first write error. */
 class LogFile {
   #stream: WriteStream | undefined;
+  /** Writes handed to the stream and not yet done, and who waits for them all. */
+  #pending = 0;
+  #flushed: Array<() => void> = [];
 
   constructor(path: string) {
     this.#stream = createWriteStream(path, { flags: 'a', highWaterMark: 1 << 20 });
@@ -23,17 +26,20 @@ class LogFile {
 
   write(line: string): void {
     if (this.#stream === undefined || this.#stream.writableNeedDrain) return; // a stuck disk must not grow memory without bound
-    this.#stream.write(line);
+    this.#pending += 1;
+    this.#stream.write(line, () => this.#settle(1));
   }
 
+  /** Calls `done` once every write so far is done (or the file was switched off). */
   flush(done: (err?: Error) => void): void {
-    const stream = this.#stream;
-    if (stream === undefined || stream.writableLength === 0) {
-      done();
-      return;
-    }
-    stream.once('drain', () => done());
-    stream.once('error', () => done());
+    if (this.#pending === 0) done();
+    else this.#flushed.push(() => done());
+  }
+
+  #settle(writes: number): void {
+    this.#pending = Math.max(0, this.#pending - writes);
+    if (this.#pending > 0) return;
+    for (const done of this.#flushed.splice(0)) done();
   }
 
   /** Finish pending writes and close the file. */
@@ -51,6 +57,7 @@ class LogFile {
     const stream = this.#stream;
     this.#stream = undefined;
     stream?.destroy();
+    this.#settle(this.#pending);
   }
 }
 

@@ -105,6 +105,9 @@ export interface RunSummary {
   error?: { code: string; message: string };
 }
 
+/** A run in a listing: its summary, or why it cannot be read. */
+export type ListedRun = RunSummary | { runId: string; unreadable: string };
+
 export interface ListOptions {
   /** Include subflow child runs. @default false */
   includeChildren?: boolean;
@@ -140,7 +143,8 @@ export interface RunStore {
    * An owner checks this between commits so it learns of a takeover before its next write.
    */
   isCurrent(guard: RunGuard): Promise<boolean>;
-  list(options?: ListOptions): Promise<RunSummary[]>;
+  /** Runs, newest first; a run that cannot be read is listed with the reason. */
+  list(options?: ListOptions): Promise<ListedRun[]>;
   /** Events with seq > `afterSeq`, in order. A torn last line is not returned. */
   readEvents(runId: string, afterSeq?: number): Promise<RunEvent[]>;
   readArtifact(runId: string, key: string): Promise<Buffer | undefined>;

@@ -3,16 +3,19 @@
  * fail the process on purpose. Compiled in, off unless `RUNWARDEN_FAILPOINTS`
  * names them, and free when off (one boolean check).
  *
- * Syntax: comma-separated `name[:label][=crash|throw][@n]`. `crash` (the
- * default) sends the process SIGKILL, so nothing is cleaned up; `throw` raises
- * a {@link FailpointError}. `@n` fires on the n-th hit only (default 1).
- * A label narrows a failpoint to one node: `kernel.after-node-started:verify`.
+ * Syntax: comma-separated `name[:label][=action][@n|@n+]`. Actions: `crash`
+ * (the default) sends the process SIGKILL, so nothing is cleaned up; `throw`
+ * raises a {@link FailpointError}; `enospc` and `eacces` raise the file-system
+ * error a full or read-only disk would. `@n` fires on the n-th hit only
+ * (default 1), `@n+` on every hit from the n-th on. A label narrows a
+ * failpoint to one node: `kernel.after-node-started:verify`.
  *
  * @example RUNWARDEN_FAILPOINTS='commit.after-publish@3' runwarden run spec.json --wait
  */
 
 /** The failpoints the code defines. */
 export const FAILPOINTS = [
+  'commit.before-stage',
   'commit.after-stage',
   'commit.after-publish',
   'commit.mid-apply',
@@ -33,11 +36,14 @@ export class FailpointError extends Error {
   }
 }
 
+type Action = 'crash' | 'throw' | 'enospc' | 'eacces';
+
 interface Armed {
   name: string;
   label: string | undefined;
-  action: 'crash' | 'throw';
+  action: Action;
   at: number;
+  onwards: boolean;
   hits: number;
 }
 
@@ -49,11 +55,11 @@ function parse(spec: string): Armed[] {
     .map((s) => s.trim())
     .filter((s) => s !== '')
     .map((entry) => {
-      const m = /^([a-z.-]+)(?::([^=@]+))?(?:=(crash|throw))?(?:@(\d+))?$/.exec(entry);
+      const m = /^([a-z.-]+)(?::([^=@]+))?(?:=(crash|throw|enospc|eacces))?(?:@(\d+)(\+)?)?$/.exec(entry);
       if (m === null || !(FAILPOINTS as readonly string[]).includes(m[1]!)) {
-        throw new Error(`RUNWARDEN_FAILPOINTS: cannot parse '${entry}'; expected name[:label][=crash|throw][@n] with name one of ${FAILPOINTS.join(', ')}`);
+        throw new Error(`RUNWARDEN_FAILPOINTS: cannot parse '${entry}'; expected name[:label][=crash|throw|enospc|eacces][@n|@n+] with name one of ${FAILPOINTS.join(', ')}`);
       }
-      return { name: m[1]!, label: m[2], action: (m[3] ?? 'crash') as 'crash' | 'throw', at: Number(m[4] ?? 1), hits: 0 };
+      return { name: m[1]!, label: m[2], action: (m[3] ?? 'crash') as Action, at: Number(m[4] ?? 1), onwards: m[5] === '+', hits: 0 };
     });
 }
 
@@ -64,8 +70,12 @@ export function failpoint(name: FailpointName, label?: string): void {
   for (const fp of armed) {
     if (fp.name !== name || (fp.label !== undefined && fp.label !== label)) continue;
     fp.hits += 1;
-    if (fp.hits !== fp.at) continue;
-    if (fp.action === 'throw') throw new FailpointError(label === undefined ? name : `${name}:${label}`);
+    if (fp.onwards ? fp.hits < fp.at : fp.hits !== fp.at) continue;
+    const where = label === undefined ? name : `${name}:${label}`;
+    if (fp.action === 'throw') throw new FailpointError(where);
+    if (fp.action === 'enospc' || fp.action === 'eacces') {
+      throw Object.assign(new Error(`${fp.action.toUpperCase()}: injected at failpoint ${where}`), { code: fp.action.toUpperCase() });
+    }
     process.kill(process.pid, 'SIGKILL');
   }
 }

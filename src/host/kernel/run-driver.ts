@@ -62,6 +62,8 @@ export interface ChildRunRequest {
 export type ChildRunResult =
   | { status: 'ended'; record: RunRecord }
   | { status: 'stopped' }
+  /** The child's store refused its writes: the parent stops the same way. */
+  | { status: 'blocked'; error: RunwardenError }
   /** The child could not be started or adopted (its id is taken by another run, or held elsewhere). */
   | { status: 'refused'; message: string };
 
@@ -237,6 +239,8 @@ export class RunDriver {
       // Nothing invalid ever reaches the durable log: a bad event here is a kernel bug, and it fails loudly.
       const full = events.map((e, i) => RunEventSchema.parse({ ...e, seq: this.#record.seq + 1 + i, ts }));
       const next = applyEvents(this.#record, full);
+      // Contention is not a takeover: a refused write is retried with backoff for storeRetryMs, then the run stops, resumable.
+      const giveUpAt = Date.now() + this.#deps.options.storeRetryMs;
       for (let tries = 0; ; tries++) {
         const status = await this.#deps.store.commit(this.#guard, { events: full, record: next, artifacts });
         if (status === 'committed') break;
@@ -244,8 +248,11 @@ export class RunDriver {
           this.#requestStop('superseded');
           throw new Stopped('superseded');
         }
-        if (tries >= 6) throw new RunwardenError('STORE_BLOCKED', `run ${this.runId}: the store refused the write ${tries + 1} times (lock contention or a disk fault); the run stopped and can be resumed`);
-        await sleep(50 * 2 ** tries);
+        if (Date.now() >= giveUpAt) {
+          throw new RunwardenError('STORE_BLOCKED', `run ${this.runId}: the store refused the write ${tries + 1} times over ${this.#deps.options.storeRetryMs} ms (lock contention or a disk fault); the run stopped and can be resumed once the fault clears`);
+        }
+        if (tries === 0) this.#deps.logger.warn({ runId: this.runId }, 'store refused a commit; retrying');
+        await sleep(Math.min(1000, 50 * 2 ** tries));
       }
       this.#record = next;
       for (const event of full) for (const l of this.#listeners) l.event?.(event);
@@ -302,7 +309,11 @@ export class RunDriver {
     const inFlight = this.#record.inFlight;
     if (inFlight !== undefined) {
       const node = findNode(this.#spec, inFlight.node)!;
-      const error: ErrorInfo = { code: 'HOST_LOST', message: `the host owning the run ended while attempt ${inFlight.attempt} of ${node.id} was in flight`, node: node.id };
+      const error: ErrorInfo = {
+        code: 'HOST_LOST',
+        message: `the run's previous owner stopped while attempt ${inFlight.attempt} of ${node.id} was in flight (it exited, was killed, or could not write to the store)`,
+        node: node.id,
+      };
       events.push(...lossEvents(this.#settleContext(), node, inFlight.attempt, 'host_lost', error));
     }
     if (this.#record.state === 'pending' && !this.#record.cancelRequested && !this.#controlsOnly) events.push({ type: 'run_state', state: 'running' });
@@ -502,6 +513,7 @@ export class RunDriver {
       signal: this.#abort.signal,
     });
     const durationMs = Date.now() - started;
+    if (result.status === 'blocked') throw result.error;
     await this.#settleAttempt(node, next.attempt, next.visit, subflowOutcome(result, node.id, childRunId, durationMs, this.#stop !== undefined));
   }
 
@@ -550,7 +562,7 @@ export class RunDriver {
 }
 
 /** A subflow attempt's outcome from how its child run ended. */
-function subflowOutcome(result: ChildRunResult, nodeId: string, childRunId: string, durationMs: number, stopping: boolean): AttemptOutcome {
+function subflowOutcome(result: Exclude<ChildRunResult, { status: 'blocked' }>, nodeId: string, childRunId: string, durationMs: number, stopping: boolean): AttemptOutcome {
   const none = { executions: 0, durationMs, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 };
   // A child that ended because this run is stopping (a cancel passed down) is a stop, not a failure.
   if (result.status === 'stopped' || stopping) return { kind: 'stopped', usage: none, durationMs };

@@ -15,7 +15,7 @@
  * ```
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { join, normalize, sep } from 'node:path';
 import { LeaseHeldError, RunwardenError } from '../../protocol/errors.js';
 import { ControlRequestSchema, type RunEvent } from '../../protocol/events.js';
@@ -31,6 +31,7 @@ import type {
   ControlRequest,
   CreateRunInput,
   LeaseRecord,
+  ListedRun,
   ListOptions,
   LoadedRun,
   OwnerInfo,
@@ -106,9 +107,10 @@ export class FileRunStore implements RunStore {
     const { events, record } = input.build(incarnationId);
     const now = new Date().toISOString();
     const lease: LeaseRecord = { ...guardFields(input.runId, incarnationId, input.owner, 1), ...ownerFields(input.owner), acquiredAt: now, renewedAt: now };
-    const creating = join(this.runsDir, '.creating', `${input.runId}-${randomBytes(6).toString('hex')}`);
-    await mkdir(creating, { recursive: true });
+    const creatingRoot = join(this.runsDir, '.creating');
+    const creating = join(creatingRoot, `${input.runId}-${randomBytes(6).toString('hex')}`);
     try {
+      await mkdir(creating, { recursive: true });
       const eventsText = eventLines(events);
       const checkpoint: Checkpoint = { v: 1, eventsBytes: Buffer.byteLength(eventsText), record };
       await writeFileDurable(join(creating, 'spec.json'), JSON.stringify(input.spec, null, 2));
@@ -128,8 +130,11 @@ export class FileRunStore implements RunStore {
         throw err;
       }
       await fsyncDir(this.runsDir);
+    } catch (err) {
+      throw storeFault(err, `cannot create run ${input.runId}`);
     } finally {
-      await rm(creating, { recursive: true, force: true });
+      await rm(creating, { recursive: true, force: true }).catch(() => undefined);
+      await rmdir(creatingRoot).catch(() => undefined); // only when no other creator is using it
     }
     this.#specs.set(input.runId, { incarnationId, spec: input.spec });
     return { guard: pickGuard(lease), record };
@@ -151,9 +156,10 @@ export class FileRunStore implements RunStore {
         await this.#lock(dir, () => applyPending(dir));
       } catch (err) {
         if (err instanceof RunGoneError) return undefined;
-        if (!(err instanceof LockBusyError)) throw err;
-        // The writer is busy: a published batch is authoritative before it is applied.
+        // The writer is busy, or the directory cannot be written: a published batch is
+        // authoritative before it is applied, so read it without applying it.
         record = await pendingRecord(dir);
+        if (record === undefined) throw storeFault(err, `cannot read run ${runId}`);
       }
     }
     record ??= await this.#readRecord(runId, dir, spec);
@@ -221,35 +227,38 @@ export class FileRunStore implements RunStore {
     return join(this.#dir(runId), rel);
   }
 
-  async list(options: ListOptions = {}): Promise<RunSummary[]> {
+  async list(options: ListOptions = {}): Promise<ListedRun[]> {
     let names: string[];
     try {
       names = await readdir(this.runsDir);
     } catch (err) {
       if (isErrno(err, 'ENOENT')) return [];
-      throw err;
+      throw storeFault(err, 'cannot list runs');
     }
-    const summaries: RunSummary[] = [];
+    const listed: ListedRun[] = [];
     for (const runId of names) {
       if (runId.startsWith('.') || runIdProblem(runId) !== undefined) continue;
-      const record = await this.#summaryRecord(runId);
+      let record: RunRecord | undefined;
+      try {
+        record = await this.#summaryRecord(runId);
+      } catch (err) {
+        // A run that cannot be read is listed as such, never silently left out.
+        listed.push({ runId, unreadable: (err as Error).message });
+        continue;
+      }
       if (record === undefined) continue;
       if (record.parentRunId !== undefined && options.includeChildren !== true) continue;
-      summaries.push(summarize(record));
+      listed.push(summarize(record));
     }
-    return summaries.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.runId < b.runId ? 1 : -1));
+    const created = (r: ListedRun): string => ('createdAt' in r ? r.createdAt : '');
+    return listed.sort((a, b) => (created(a) < created(b) ? 1 : created(a) > created(b) ? -1 : a.runId < b.runId ? 1 : -1));
   }
 
   async #summaryRecord(runId: string): Promise<RunRecord | undefined> {
     const dir = join(this.runsDir, runId);
     const checkpoint = await readJsonLoose<Checkpoint>(join(dir, 'run.json'));
     if (checkpoint?.record?.runId === runId && !(await hasPendingTx(dir))) return checkpoint.record;
-    try {
-      return (await this.load(runId))?.record;
-    } catch (err) {
-      this.#log.warn({ runId, err: (err as Error).message }, 'run skipped in list');
-      return undefined;
-    }
+    return (await this.load(runId))?.record;
   }
 
   // ------------------------------------------------------------ leases
@@ -283,7 +292,9 @@ export class FileRunStore implements RunStore {
     } catch (err) {
       if (err instanceof RunGoneError) return { status: 'not_found' };
       if (err instanceof LockBusyError) return { status: 'blocked', reason: err.message };
-      throw err;
+      const fault = storeFault(err, `cannot take run ${runId}`);
+      if (fault instanceof RunwardenError && fault.code === 'STORE_BLOCKED') return { status: 'blocked', reason: fault.message };
+      throw fault;
     }
     if ('held' in outcome) return { status: 'held', lease: outcome.held };
     const run = await this.load(runId);
@@ -367,7 +378,11 @@ export class FileRunStore implements RunStore {
 
   async delete(guard: RunGuard): Promise<CommitStatus> {
     const trash = join(this.runsDir, '.trash');
-    await ensureDir(trash);
+    try {
+      await ensureDir(trash);
+    } catch {
+      return 'blocked';
+    }
     const aside = join(trash, `${guard.runId}-${randomBytes(6).toString('hex')}`);
     const status = await this.#guarded(guard, 'delete', async (dir) => {
       await rename(dir, aside);
@@ -386,8 +401,12 @@ export class FileRunStore implements RunStore {
     const dir = this.#dir(runId);
     if (!(await exists(join(dir, 'incarnation.json')))) throw notFound(runId);
     const inbox = join(dir, 'inbox');
-    await ensureDir(inbox);
-    await writeFileAtomic(join(inbox, `${Date.now().toString().padStart(15, '0')}-${request.id}.json`), JSON.stringify(request), { durable: true });
+    try {
+      await ensureDir(inbox);
+      await writeFileAtomic(join(inbox, `${Date.now().toString().padStart(15, '0')}-${request.id}.json`), JSON.stringify(request), { durable: true });
+    } catch (err) {
+      throw storeFault(err, `cannot queue a ${request.action} request for run ${runId}`);
+    }
   }
 
   async pendingControls(runId: string): Promise<ControlRequest[]> {
@@ -397,7 +416,7 @@ export class FileRunStore implements RunStore {
       names = await readdir(inbox);
     } catch (err) {
       if (isErrno(err, 'ENOENT', 'ENOTDIR')) return [];
-      throw err;
+      throw storeFault(err, `cannot read the inbox of run ${runId}`);
     }
     const requests: ControlRequest[] = [];
     for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
@@ -468,6 +487,16 @@ async function exists(path: string): Promise<boolean> {
     if (isErrno(err, 'ENOENT', 'ENOTDIR')) return false;
     throw err;
   }
+}
+
+/** errno codes that mean the store cannot be written (or read) right now, rather than a bug. */
+const FAULTS = ['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'EIO', 'EBUSY', 'EMFILE', 'ENFILE'];
+
+/** A file-system fault as `STORE_BLOCKED`, naming what failed; anything else unchanged. */
+function storeFault(err: unknown, what: string): unknown {
+  if (err instanceof RunwardenError || !isErrno(err, ...FAULTS)) return err;
+  const e = err as NodeJS.ErrnoException;
+  return new RunwardenError('STORE_BLOCKED', `${what}: ${e.code}${e.path === undefined ? '' : ` on ${e.path}`}`, { cause: err });
 }
 
 function notFound(runId: string): RunwardenError {

@@ -43,23 +43,27 @@ export interface RunLockOptions {
 /** Run `fn` while holding the lock of run directory `dir`. */
 export async function withRunLock<T>(dir: string, options: RunLockOptions, fn: () => Promise<T>): Promise<T> {
   const staleMs = options.staleMs ?? 2000;
-  const waitMs = options.waitMs ?? 4000;
-  // Exponential waits from 2 ms, capped at 100 ms, up to the budget.
-  const retries = Math.max(1, Math.ceil(Math.log(waitMs / 2) / Math.log(1.5)) + Math.ceil(waitMs / 100));
+  const deadline = Date.now() + (options.waitMs ?? 4000);
   let release: () => Promise<void>;
-  try {
-    release = await lockfile.lock(dir, {
-      lockfilePath: join(dir, 'lease.lock'),
-      realpath: false,
-      stale: staleMs,
-      update: Math.max(1000, Math.floor(staleMs / 2)),
-      retries: { retries, factor: 1.5, minTimeout: 2, maxTimeout: 100, randomize: true, maxRetryTime: waitMs },
-      onCompromised: options.onCompromised ?? (() => undefined),
-    });
-  } catch (err) {
-    if (isErrno(err, 'ELOCKED')) throw new LockBusyError(dir, err);
-    if (isErrno(err, 'ENOENT', 'ENOTDIR')) throw new RunGoneError(dir);
-    throw err;
+  // Only contention is waited out (2 ms doubling to 100 ms, with jitter); any other failure — the
+  // directory gone, a read-only or full disk — is reported at once rather than retried for the budget.
+  for (let delay = 2; ; delay = Math.min(100, delay * 2)) {
+    try {
+      release = await lockfile.lock(dir, {
+        lockfilePath: join(dir, 'lease.lock'),
+        realpath: false,
+        stale: staleMs,
+        update: Math.max(1000, Math.floor(staleMs / 2)),
+        retries: 0,
+        onCompromised: options.onCompromised ?? (() => undefined),
+      });
+      break;
+    } catch (err) {
+      if (isErrno(err, 'ENOENT', 'ENOTDIR')) throw new RunGoneError(dir);
+      if (!isErrno(err, 'ELOCKED')) throw err;
+      if (Date.now() >= deadline) throw new LockBusyError(dir, err);
+      await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())));
+    }
   }
   try {
     return await fn();

@@ -53,6 +53,7 @@ interface Manifest {
  * the batch counts as committed even if a later step fails.
  */
 export async function stageAndPublish(runDir: string, batch: CommitBatch, onPublished: () => void): Promise<void> {
+  failpoint('commit.before-stage');
   const staging = join(runDir, STAGING_DIR);
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging);
