@@ -8,6 +8,8 @@ import { availableParallelism, homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ValidationError } from '../protocol/errors.js';
+import { BudgetSchema } from '../protocol/budget.js';
+import { PolicySchema, absolutePolicy } from '../protocol/policy.js';
 import { zodIssues } from '../protocol/spec.js';
 
 const ms = (min: number, max = 7 * 24 * 3_600_000) => z.number().int('must be an integer number of milliseconds').min(min).max(max);
@@ -45,6 +47,18 @@ export const HostOptionsSchema = z.strictObject({
   storeRetryMs: ms(0, 3_600_000).optional(),
   /** How deep subflows may nest. @default 8 */
   subflowMaxDepth: z.number().int().min(1).max(64).optional(),
+  /** The policy ceiling: the most any spec may allow its executions. @default everything (specs narrow from there) */
+  policy: PolicySchema.optional(),
+  /** Default limits of every execution (a spec's `executionBudget` and a node's `budget` override them). @default none */
+  executionBudget: BudgetSchema.optional(),
+  /** Worker threads at once, for `script` nodes in thread isolation. @default CPU count */
+  maxThreads: z.number().int().min(1).max(1024).optional(),
+  /** How often a busy worker process's tree is sampled for CPU and memory. @default 500 */
+  sampleMs: ms(10, 60_000).optional(),
+  /** Idle worker processes kept ready per worker key once the key has been used. @default 0 */
+  minWarm: z.number().int().min(0).max(64).optional(),
+  /** Executions a worker process runs before it is replaced. @default 100 */
+  recycleAfter: z.number().int().min(1).max(1_000_000).optional(),
   /** pino level of the host log. @default 'info' */
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).optional(),
 });
@@ -111,6 +125,12 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
     workerStartTimeoutMs: merged.workerStartTimeoutMs ?? 10_000,
     storeRetryMs: merged.storeRetryMs ?? 10_000,
     subflowMaxDepth: merged.subflowMaxDepth ?? 8,
+    policy: absolutePolicy(merged.policy ?? {}, process.cwd()),
+    executionBudget: merged.executionBudget ?? {},
+    maxThreads: merged.maxThreads ?? availableParallelism(),
+    sampleMs: merged.sampleMs ?? 500,
+    minWarm: merged.minWarm ?? 0,
+    recycleAfter: merged.recycleAfter ?? 100,
     logLevel: merged.logLevel ?? ((process.env.RUNWARDEN_LOG_LEVEL as HostOptions['logLevel']) || 'info'),
   };
   if (compiled.heartbeatTimeoutMs <= compiled.heartbeatMs) {

@@ -22,7 +22,11 @@ import { compileHostOptions, type CompiledHostOptions, type HostOptions } from '
 import { LeaseKeeper } from './lease-keeper.js';
 import { createHostLogger, silentLogger } from './logger.js';
 import { RunDriver, type ChildRunRequest, type ChildRunResult, type DriveResult, type DriverListeners, type KernelDeps } from './kernel/run-driver.js';
-import { ProcessPool, type PoolStats } from './pool/process-pool.js';
+import type { Pool, PoolStats } from './pool/execution.js';
+import { ProcessPool } from './pool/process-pool.js';
+import { ThreadPool } from './pool/thread-pool.js';
+import { compileCeiling } from './policy.js';
+import type { EffectivePolicy } from '../protocol/policy.js';
 import { Scheduler } from './scheduler.js';
 import { childSecrets, loadSpec, sameDefinition, type SecretMap } from './spec-loader.js';
 
@@ -73,10 +77,10 @@ export interface ControlReceipt {
   by?: string;
 }
 
-/** Resolve the compiled worker entry, also when this module runs from source (tests). */
-export function defaultWorkerEntry(): string {
+/** Resolve a compiled worker entry (`main.js`, `thread-entry.js`), also when this module runs from source (tests). */
+export function defaultWorkerEntry(file = 'main.js'): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const candidates = [resolve(here, '../worker/main.js'), resolve(here, '../../dist/worker/main.js')];
+  const candidates = [resolve(here, '../worker', file), resolve(here, '../../dist/worker', file)];
   const found = candidates.find((c) => existsSync(c));
   if (found === undefined) throw new RunwardenError('WORKER_START_FAILED', `cannot find the worker entry (looked for ${candidates.join(', ')}); run 'npm run build'`);
   return found;
@@ -87,31 +91,48 @@ export class Host {
   readonly store: RunStore;
   readonly owner: OwnerInfo;
   readonly logger: Logger;
-  readonly #pool: ProcessPool;
-  readonly #scheduler: Scheduler;
+  readonly #pools: Record<'process' | 'thread', Pool>;
+  readonly #schedulers: Record<'process' | 'thread', Scheduler>;
+  readonly #ceiling: EffectivePolicy;
   readonly #leases: LeaseKeeper;
   readonly #drivers = new Map<string, { driver: RunDriver; done: Promise<DriveResult> }>();
   #closing: Promise<void> | undefined;
 
   readonly #closeLog: () => Promise<void>;
 
-  private constructor(options: CompiledHostOptions, logger: Logger, closeLog: () => Promise<void>, workerEntry: string) {
+  private constructor(options: CompiledHostOptions, logger: Logger, closeLog: () => Promise<void>, workerEntries: { process: string; thread: string }) {
     this.options = options;
     this.logger = logger;
     this.#closeLog = closeLog;
     this.owner = currentOwner(`owner-${randomUUID()}`);
     this.store = new FileRunStore({ home: options.home, leaseTtlMs: options.leaseTtlMs, logger });
-    this.#scheduler = new Scheduler(options.maxConcurrent);
+    this.#ceiling = compileCeiling(options.policy);
+    this.#schedulers = { process: new Scheduler(options.maxConcurrent), thread: new Scheduler(options.maxThreads) };
     this.#leases = new LeaseKeeper(this.store, options.leaseRenewMs, logger);
-    this.#pool = new ProcessPool({
-      workerEntry,
-      heartbeatMs: options.heartbeatMs,
-      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
-      killGraceMs: options.killGraceMs,
-      idleMs: options.workerIdleMs,
-      startTimeoutMs: options.workerStartTimeoutMs,
-      logger,
-    });
+    this.#pools = {
+      process: new ProcessPool({
+        workerEntry: workerEntries.process,
+        heartbeatMs: options.heartbeatMs,
+        heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+        killGraceMs: options.killGraceMs,
+        idleMs: options.workerIdleMs,
+        startTimeoutMs: options.workerStartTimeoutMs,
+        recycleAfter: options.recycleAfter,
+        minWarm: options.minWarm,
+        sampleMs: options.sampleMs,
+        logger,
+      }),
+      thread: new ThreadPool({
+        entry: workerEntries.thread,
+        maxThreads: options.maxThreads,
+        idleMs: options.workerIdleMs,
+        heartbeatMs: options.heartbeatMs,
+        heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+        killGraceMs: options.killGraceMs,
+        sampleMs: options.sampleMs,
+        logger,
+      }),
+    };
   }
 
   /**
@@ -122,22 +143,24 @@ export class Host {
   static async open(options: HostOpenOptions = {}): Promise<Host> {
     const { logger, workerEntry, ...hostOptions } = options;
     const compiled = compileHostOptions(hostOptions);
-    const entry = workerEntry ?? defaultWorkerEntry();
+    const entry = { process: workerEntry ?? defaultWorkerEntry(), thread: defaultWorkerEntry('thread-entry.js') };
     if (logger !== undefined) return new Host(compiled, logger === false ? silentLogger() : logger, () => Promise.resolve(), entry);
     const own = createHostLogger(compiled.home, compiled.logLevel);
     return new Host(compiled, own.logger, own.close, entry);
   }
 
-  /** Worker pool counters. */
-  poolStats(): PoolStats {
-    return this.#pool.stats();
+  /** Worker pool counters, by isolation. */
+  poolStats(): Record<'process' | 'thread', PoolStats> {
+    return { process: this.#pools.process.stats(), thread: this.#pools.thread.stats() };
   }
 
   #deps(): KernelDeps {
     return {
       store: this.store,
-      pool: this.#pool,
-      scheduler: this.#scheduler,
+      pools: this.#pools,
+      schedulers: this.#schedulers,
+      ceiling: this.#ceiling,
+      hostBudget: this.options.executionBudget,
       leases: this.#leases,
       logger: this.logger,
       options: this.options,
@@ -156,7 +179,7 @@ export class Host {
     this.#assertOpen();
     if (options.runId !== undefined) assertRunId(options.runId);
     const baseDir = options.specPath === undefined ? resolve(options.cwd ?? process.cwd()) : dirname(resolve(options.specPath));
-    const loaded = loadSpec(options.spec, { baseDir, defaultCwd: options.cwd ?? process.cwd(), maxDepth: this.options.subflowMaxDepth }, options.specPath);
+    const loaded = loadSpec(options.spec, { baseDir, defaultCwd: options.cwd ?? process.cwd(), maxDepth: this.options.subflowMaxDepth, ceiling: this.#ceiling }, options.specPath);
     const runId = options.runId ?? newRunId();
     const { guard, record } = await this.#create(runId, loaded.spec, loaded.secretRefs, undefined);
     this.logger.info({ runId, name: loaded.spec.name }, 'run created');
@@ -201,7 +224,7 @@ export class Host {
     const given =
       options.spec === undefined
         ? undefined
-        : loadSpec(options.spec, { baseDir: options.specPath === undefined ? process.cwd() : dirname(resolve(options.specPath)), maxDepth: this.options.subflowMaxDepth }, options.specPath);
+        : loadSpec(options.spec, { baseDir: options.specPath === undefined ? process.cwd() : dirname(resolve(options.specPath)), maxDepth: this.options.subflowMaxDepth, ceiling: this.#ceiling }, options.specPath);
     const { guard, run } = await this.#acquire(runId);
     try {
       if (TERMINAL_STATES.has(run.record.state)) throw new RunwardenError('RUN_TERMINAL', `run ${runId} already ended (${run.record.state}, ${run.record.outcome}); nothing to resume`, { field: 'runId' });
@@ -429,7 +452,7 @@ export class Host {
         await Promise.allSettled(running.map((r) => r.done));
       }
       this.#leases.close();
-      await this.#pool.close();
+      await Promise.all([this.#pools.process.close(), this.#pools.thread.close()]);
       await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
       await this.#closeLog();
     })();

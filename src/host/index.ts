@@ -3,4 +3,4 @@ export { HostOptionsSchema, compileHostOptions, resolveHome, type CompiledHostOp
 export { loadSpec, loadSpecFile, readSpecFile, type LoadedSpec, type SecretMap } from './spec-loader.js';
 export type { DriveResult, StopReason } from './kernel/run-driver.js';
 export type { EvidenceBundle } from './kernel/evidence.js';
-export type { PoolStats } from './pool/process-pool.js';
+export type { PoolStats } from './pool/execution.js';

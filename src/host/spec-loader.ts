@@ -7,11 +7,14 @@
  * The result is immutable for the run: editing a subflow file after a run
  * started changes nothing for that run.
  */
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { dirname, resolve } from 'node:path';
 import { SpecError, type ValidationIssue } from '../protocol/errors.js';
 import type { SecretRef } from '../protocol/events.js';
+import { OPEN_CEILING, absolutePolicy, type EffectivePolicy, type Policy } from '../protocol/policy.js';
 import { WorkflowSpecSchema, compileSpec, zodIssues, type CustomEngine, type WorkflowSpec } from '../protocol/spec.js';
+import { specPolicyIssues } from './policy.js';
 
 /** Secret env maps by reference (`/nodes/2/customEngine`), as held in memory only. */
 export type SecretMap = ReadonlyMap<string, Record<string, string>>;
@@ -30,6 +33,8 @@ export interface LoadSpecOptions {
   defaultCwd?: string;
   /** How deep subflows may nest. @default 8 */
   maxDepth?: number;
+  /** The host's policy ceiling the spec's policies must stay within. @default everything */
+  ceiling?: EffectivePolicy;
 }
 
 /**
@@ -65,6 +70,8 @@ export function loadSpec(input: unknown, options: LoadSpecOptions, sourceFile?: 
   const defaultCwd = resolve(options.defaultCwd ?? process.cwd());
   const stack = sourceFile === undefined ? [] : [realpathSafe(sourceFile)];
   const spec = prepare(input, '', options.baseDir, defaultCwd, 0, maxDepth, stack);
+  const policyIssues = specPolicyIssues(spec, options.ceiling ?? OPEN_CEILING);
+  if (policyIssues.length > 0) throw new SpecError(policyIssues);
   const compiled = compileSpec(spec);
   const secrets = new Map<string, Record<string, string>>();
   const secretRefs: SecretRef[] = [];
@@ -81,7 +88,15 @@ function prepare(input: unknown, at: string, baseDir: string, inheritedCwd: stri
   const problem = directoryProblem(cwd);
   if (problem !== undefined) throw new SpecError([{ path: field('cwd'), message: `${problem}: ${cwd}` }]);
   const issues: ValidationIssue[] = [];
-  const nodes = spec.nodes.map((node, i) => {
+  const withPolicy = <T extends { policy?: Policy }>(x: T): T => (x.policy === undefined ? x : { ...x, policy: absolutePolicy(x.policy, cwd) });
+  const nodes = spec.nodes.map((raw, i) => {
+    const node = 'policy' in raw ? withPolicy(raw) : raw;
+    if (node.kind === 'script') {
+      // The module is part of the run's definition: resolved now, relative to the file naming it.
+      const module = node.module.startsWith('file:') ? fileURLToPath(node.module) : resolve(baseDir, node.module);
+      if (!existsSync(module)) issues.push({ path: field(`nodes[${i}].module`), message: `cannot find ${module}` });
+      return { ...node, module };
+    }
     if (node.kind !== 'subflow') return node;
     const path = field(`nodes[${i}].workflow`);
     if (depth + 1 > maxDepth) {
@@ -114,7 +129,7 @@ function prepare(input: unknown, at: string, baseDir: string, inheritedCwd: stri
     }
   });
   if (issues.length > 0) throw new SpecError(issues);
-  return { ...spec, cwd, nodes };
+  return withPolicy({ ...spec, cwd, nodes });
 }
 
 function directoryProblem(path: string): string | undefined {

@@ -45,8 +45,18 @@ export const UsageSchema = z.strictObject({
   tokensIn: z.number().min(0).default(0),
   tokensOut: z.number().min(0).default(0),
   costUsd: z.number().min(0).default(0),
+  /** The largest resident memory measured, in MB (a maximum, not a sum). */
+  peakRssMb: z.number().min(0).default(0),
 });
 export type Usage = z.infer<typeof UsageSchema>;
+
+/** The effective policy an attempt ran under, as recorded with it. */
+export const EffectivePolicySchema = z.strictObject({
+  env: z.strictObject({ allow: z.array(z.string()), set: z.record(z.string(), z.string()) }),
+  fs: z.strictObject({ read: z.array(z.string()), write: z.array(z.string()) }),
+  commands: z.array(z.string()),
+  childProcesses: z.boolean(),
+});
 
 /** A reference to a node output stored as an artifact. */
 export const OutputRefSchema = z.strictObject({
@@ -108,6 +118,9 @@ export const RunEventSchema = z.discriminatedUnion('type', [
     executions: z.array(z.string()),
     steer: z.strictObject({ ids: z.array(z.string()), text: z.string() }).optional(),
     childRunId: z.string().optional(),
+    /** Where the executions run, and the effective policy they run under. */
+    isolation: z.enum(['process', 'thread']).optional(),
+    policy: EffectivePolicySchema.optional(),
   }),
   z.strictObject({
     ...base,

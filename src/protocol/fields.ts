@@ -22,3 +22,18 @@ export const relativePath = nonEmpty.refine(
   (p) => !p.startsWith('/') && !/^[A-Za-z]:[\\/]/.test(p) && !p.split(/[\\/]/).includes('..'),
   'must be a relative path inside the run cwd (no leading / and no ..)',
 );
+
+/** Whether a value survives JSON: no functions, undefined, BigInt, non-finite numbers or cycles. */
+export function isJsonValue(value: unknown, seen = new Set<object>()): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object') return false;
+  if (seen.has(value)) return false;
+  seen.add(value);
+  const ok = Array.isArray(value) ? value.every((v) => isJsonValue(v, seen)) : Object.getPrototypeOf(value) === Object.prototype && Object.values(value).every((v) => isJsonValue(v, seen));
+  seen.delete(value);
+  return ok;
+}
+
+/** Any JSON value. */
+export const jsonValue = z.unknown().refine((v) => isJsonValue(v), 'must be a JSON value (no functions, undefined, BigInt, NaN or cycles)');

@@ -5,3 +5,5 @@ export * from './spec.js';
 export * from './events.js';
 export * from './record.js';
 export * from './ipc.js';
+export * from './budget.js';
+export * from './policy.js';

@@ -60,10 +60,21 @@ export const VerifyTaskSchema = z.strictObject({
   scope: DigestScopeSchema,
 });
 
+/** Call a function of a JavaScript module with a context; its JSON return value is the output. */
+export const ScriptTaskSchema = z.strictObject({
+  kind: z.literal('script'),
+  /** Absolute path of the module. */
+  module: z.string().min(1),
+  export: z.string().min(1),
+  input: z.unknown().optional(),
+  cwd: z.string(),
+  attempt: z.number().int().min(1),
+});
+
 /** Digest the working tree only. */
 export const DigestTaskSchema = z.strictObject({ kind: z.literal('digest'), cwd: z.string(), scope: DigestScopeSchema });
 
-export const TaskSchema = z.discriminatedUnion('kind', [CommandTaskSchema, AgentTaskSchema, VerifyTaskSchema, DigestTaskSchema]);
+export const TaskSchema = z.discriminatedUnion('kind', [CommandTaskSchema, AgentTaskSchema, VerifyTaskSchema, ScriptTaskSchema, DigestTaskSchema]);
 export type Task = z.infer<typeof TaskSchema>;
 export type TaskOf<K extends Task['kind']> = Extract<Task, { kind: K }>;
 
@@ -134,6 +145,8 @@ export const HostMessageSchema = z.discriminatedUnion('type', [
     fence,
     /** How often the worker heartbeats while executing. */
     heartbeatMs: z.number().int().min(10),
+    /** The executables the task may start (`*`: any), checked against their resolved paths before spawning. */
+    commands: z.array(z.string()),
     task: TaskSchema,
   }),
   z.strictObject({ v, type: z.literal('cancel'), executionId, fence, reason: z.enum(['cancelled', 'timeout', 'shutdown']) }),
@@ -154,6 +167,20 @@ export const WorkerMessageSchema = z.discriminatedUnion('type', [
     stream: z.enum(['stdout', 'stderr', 'log']),
     text: z.string().max(65_536),
   }),
+  /** Usage reported while executing (a script's reportUsage, an engine's usage events): amounts since the last report. */
+  z.strictObject({
+    v,
+    type: z.literal('usage'),
+    executionId,
+    fence,
+    tokensIn: z.number().min(0),
+    tokensOut: z.number().min(0),
+    costUsd: z.number().min(0),
+    model: z.string().optional(),
+  }),
   z.strictObject({ v, type: z.literal('result'), executionId, fence, result: ResultSchema }),
 ]);
 export type WorkerMessage = z.infer<typeof WorkerMessageSchema>;
+
+/** The messages a thread posts on its execution's port: the worker messages an execution sends, minus `ready` and `result`. */
+export type ThreadMessage = Extract<WorkerMessage, { type: 'heartbeat' | 'progress' | 'usage' }>;

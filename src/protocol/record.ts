@@ -7,6 +7,7 @@
  * on disk and the replay of the log cannot disagree.
  */
 import type { ErrorInfo, OutputRef, RunEvent, RunOutcome, RunState, SecretRef, Usage } from './events.js';
+import type { EffectivePolicy } from './policy.js';
 import { TERMINAL_STATES } from './events.js';
 import type { NodeKind, WorkflowSpec } from './spec.js';
 import { WORKSPACE_KINDS } from './spec.js';
@@ -39,6 +40,9 @@ export interface AttemptRecord {
   usage?: Usage;
   childRunId?: string;
   evidenceId?: string;
+  isolation?: 'process' | 'thread';
+  /** The effective policy the attempt ran under. */
+  policy?: EffectivePolicy;
   /** Steers this attempt carried; they return to the run's pending steers if it does not complete. */
   steers?: Array<{ id: string; text: string; at: string }>;
 }
@@ -148,7 +152,7 @@ export function canTransition(from: RunState, to: RunState): boolean {
 }
 
 export function emptyUsage(): Usage {
-  return { executions: 0, durationMs: 0, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 };
+  return { executions: 0, durationMs: 0, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0, peakRssMb: 0 };
 }
 
 export function addUsage(into: Usage, more: Usage | undefined): void {
@@ -159,6 +163,7 @@ export function addUsage(into: Usage, more: Usage | undefined): void {
   into.tokensIn += more.tokensIn;
   into.tokensOut += more.tokensOut;
   into.costUsd = Math.round((into.costUsd + more.costUsd) * 1e9) / 1e9;
+  into.peakRssMb = Math.max(into.peakRssMb, more.peakRssMb);
 }
 
 /**
@@ -235,6 +240,8 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
       delete node.retryAt;
       const attempt: AttemptRecord = { attempt: event.attempt, visit: event.visit, cause: event.cause, executions: event.executions, state: 'running', startedAt: event.ts };
       if (event.childRunId !== undefined) attempt.childRunId = event.childRunId;
+      if (event.isolation !== undefined) attempt.isolation = event.isolation;
+      if (event.policy !== undefined) attempt.policy = event.policy;
       node.attempts.push(attempt);
       record.cursor = event.node;
       record.inFlight = { node: event.node, attempt: event.attempt };

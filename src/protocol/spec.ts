@@ -10,7 +10,9 @@ import { z } from 'zod';
 import { ConditionSchema, MAX_CONDITION_DEPTH, conditionDepth, conditionNodeRefs } from './conditions.js';
 import { ContractSchema, type Contract } from './contract.js';
 import { SpecError } from './errors.js';
-import { DEFAULT_MAX_NODE_VISITS, durationMs, envMap, nodeId, nonEmpty } from './fields.js';
+import { BudgetSchema } from './budget.js';
+import { DEFAULT_MAX_NODE_VISITS, durationMs, envMap, jsonValue, nodeId, nonEmpty } from './fields.js';
+import { PolicySchema } from './policy.js';
 import { zodIssues } from './validation.js';
 
 export { CheckSchema, CommandCheckSchema, ContractSchema, FileCheckSchema, type Check, type Contract } from './contract.js';
@@ -45,8 +47,19 @@ const base = {
   maxRequeues: z.number().int().min(0).max(100).optional(),
 };
 
+/** Fields of nodes whose attempts run in a worker. */
+const execution = {
+  /** Where the attempt runs. @default 'thread' for `script` (but 'process' under an rssMb or cpuMs budget, or a fs policy), else 'process' */
+  isolation: z.enum(['process', 'thread']).optional(),
+  /** Limits on each execution, over the spec's `executionBudget` and the host's. */
+  budget: BudgetSchema.optional(),
+  /** Narrows the spec's policy for this node. */
+  policy: PolicySchema.optional(),
+};
+
 export const CommandNodeSchema = z.strictObject({
   ...base,
+  ...execution,
   kind: z.literal('command'),
   cmd: nonEmpty,
   args: z.array(z.string()).default([]),
@@ -64,6 +77,7 @@ const agentFields = {
 
 export const AgentNodeSchema = z.strictObject({
   ...base,
+  ...execution,
   kind: z.literal('agent'),
   prompt: nonEmpty,
   cwd: z.string().optional(),
@@ -79,6 +93,7 @@ export const FanoutMemberSchema = z.strictObject({
 
 export const FanoutNodeSchema = z.strictObject({
   ...base,
+  ...execution,
   kind: z.literal('fanout'),
   prompt: nonEmpty,
   cwd: z.string().optional(),
@@ -91,6 +106,7 @@ export const FanoutNodeSchema = z.strictObject({
 
 export const VerifierNodeSchema = z.strictObject({
   ...base,
+  ...execution,
   kind: z.literal('verifier'),
   contract: z.union([z.literal('run'), ContractSchema], { error: "expected 'run' or an inline contract {checks: [...]}" }),
   cwd: z.string().optional(),
@@ -118,11 +134,28 @@ export const SubflowNodeSchema = z.strictObject({
   },
 });
 
-const nodeKinds = ['command', 'agent', 'fanout', 'verifier', 'human_gate', 'router', 'subflow'] as const;
+/**
+ * Runs a function of a JavaScript module in a worker with a context
+ * `{ input, signal, heartbeat, reportUsage, log, cwd, attempt }`; its
+ * JSON-serialisable return value is the output.
+ */
+export const ScriptNodeSchema = z.strictObject({
+  ...base,
+  ...execution,
+  kind: z.literal('script'),
+  /** The module's path (relative to the spec file) or file URL. */
+  module: nonEmpty,
+  /** The export to call. @default 'default' */
+  export: z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, 'must be an identifier').default('default'),
+  input: jsonValue.optional(),
+  cwd: z.string().optional(),
+});
+
+const nodeKinds = ['command', 'agent', 'fanout', 'verifier', 'script', 'human_gate', 'router', 'subflow'] as const;
 
 export const NodeSchema = z.discriminatedUnion(
   'kind',
-  [CommandNodeSchema, AgentNodeSchema, FanoutNodeSchema, VerifierNodeSchema, HumanGateNodeSchema, RouterNodeSchema, SubflowNodeSchema],
+  [CommandNodeSchema, AgentNodeSchema, FanoutNodeSchema, VerifierNodeSchema, ScriptNodeSchema, HumanGateNodeSchema, RouterNodeSchema, SubflowNodeSchema],
   {
     error: (issue) =>
       issue.code === 'invalid_union'
@@ -143,6 +176,12 @@ export const WorkflowSpecSchema = z
     /** The bound on visits of any one node. @default 50 */
     maxNodeVisits: z.number().int().min(1).max(100_000).default(DEFAULT_MAX_NODE_VISITS),
     contract: ContractSchema.optional(),
+    /** Limits on the whole run: the same figures summed over every attempt. */
+    budget: BudgetSchema.optional(),
+    /** Default limits of each execution (a node's `budget` overrides them field by field). */
+    executionBudget: BudgetSchema.optional(),
+    /** The policy of every execution; narrows the host's ceiling. */
+    policy: PolicySchema.optional(),
     get nodes(): z.ZodArray<typeof NodeSchema> {
       return z.array(NodeSchema).min(1, 'a workflow needs at least one node');
     },
@@ -161,9 +200,9 @@ export type FanoutMember = z.infer<typeof FanoutMemberSchema>;
 export type NodeOf<K extends NodeKind> = Extract<WorkflowNode, { kind: K }>;
 
 /** Node kinds whose attempts run in a worker. */
-export const EXECUTING_KINDS: ReadonlySet<NodeKind> = new Set(['command', 'agent', 'fanout', 'verifier']);
+export const EXECUTING_KINDS: ReadonlySet<NodeKind> = new Set(['command', 'agent', 'fanout', 'verifier', 'script']);
 /** Node kinds that may change the workspace; a verdict older than one of these is re-checked at the end. */
-export const WORKSPACE_KINDS: ReadonlySet<NodeKind> = new Set(['command', 'agent', 'fanout', 'subflow']);
+export const WORKSPACE_KINDS: ReadonlySet<NodeKind> = new Set(['command', 'agent', 'fanout', 'script', 'subflow']);
 
 /** Cross-field rules zod cannot express per field. Paths are zod-style arrays. */
 function crossReferenceIssues(spec: {
@@ -184,6 +223,9 @@ function crossReferenceIssues(spec: {
   };
   spec.nodes.forEach((node, i) => {
     refersTo(node.next, ['nodes', i, 'next'], 'next');
+    if (node.isolation === 'thread' && node.kind !== 'script') {
+      issues.push({ path: ['nodes', i, 'isolation'], message: `a ${node.kind} node starts programs and runs in a process; only script nodes may run in a thread` });
+    }
     if (node.kind === 'router') {
       const routes = node.routes as Array<{ when: z.infer<typeof ConditionSchema>; to: string }>;
       routes.forEach((route, r) => {

@@ -18,8 +18,10 @@ import { executeAgent } from './executors/agent.js';
 import { executeCommand } from './executors/command.js';
 import type { ExecutorContext } from './executors/context.js';
 import { workspaceDigest } from './executors/digest.js';
+import { executeScript } from './executors/script.js';
 import { executeVerify } from './executors/verify.js';
 import { ProgressBatcher } from './output-capture.js';
+import { usageReport } from './usage.js';
 
 export interface WorkerRuntimeOptions {
   /** Time between SIGTERM and SIGKILL for programs the worker starts. @default 5000 */
@@ -116,11 +118,20 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
     const heartbeat = setInterval(() => post({ v: IPC_VERSION, type: 'heartbeat', ...ids }), message.heartbeatMs);
     post({ v: IPC_VERSION, type: 'heartbeat', ...ids });
     const batcher = new ProgressBatcher((stream, text) => post({ v: IPC_VERSION, type: 'progress', ...ids, stream, text: text.slice(-65_536) }));
+    const tally = { tokensIn: 0, tokensOut: 0, costUsd: 0 };
     const ctx: ExecutorContext = {
       signal: running.controller.signal,
       progress: (stream, text) => batcher.push(stream, text),
       killGraceMs,
       maxOutputBytes,
+      commands: message.commands,
+      reportUsage: (u) => {
+        const report = usageReport(u);
+        tally.tokensIn += report.tokensIn;
+        tally.tokensOut += report.tokensOut;
+        tally.costUsd += report.costUsd;
+        post({ v: IPC_VERSION, type: 'usage', ...ids, ...report });
+      },
     };
     const cpuBefore = process.cpuUsage();
     let result: ExecutionResult;
@@ -134,7 +145,7 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
     }
     const cpu = process.cpuUsage(cpuBefore);
     const cpuMs = (cpu.user + cpu.system) / 1000;
-    const usage = { tokensIn: 0, tokensOut: 0, costUsd: 0, ...result.usage, cpuMs: (result.usage?.cpuMs ?? 0) + cpuMs };
+    const usage = { ...tally, cpuMs: (result.usage?.cpuMs ?? 0) + cpuMs };
     post({ v: IPC_VERSION, type: 'result', ...ids, result: { ...result, usage } });
   }
 
@@ -149,6 +160,15 @@ async function runTask(task: Task, ctx: ExecutorContext): Promise<ExecutionResul
       return executeAgent(task, ctx);
     case 'verify':
       return executeVerify(task, ctx);
+    case 'script':
+      return executeScript(task, {
+        signal: ctx.signal,
+        heartbeat: (progress) => {
+          if (progress !== undefined) ctx.progress('log', `${progress}\n`);
+        },
+        reportUsage: (u) => ctx.reportUsage(u),
+        log: (text) => ctx.progress('log', text),
+      });
     case 'digest': {
       const { digest } = await workspaceDigest(task.cwd, task.scope, ctx.signal);
       return { type: 'ok', output: digest ?? '', digest, usage: { cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 } };

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/host/logger.js';
+import type { ExecutionRequest } from '../../src/host/pool/execution.js';
 import { ProcessPool } from '../../src/host/pool/process-pool.js';
 import { isRunning } from '../../src/util/process-tree.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
@@ -13,13 +14,26 @@ function pool(entry: string, extra: Partial<ConstructorParameters<typeof Process
     killGraceMs: 300,
     idleMs: 5000,
     startTimeoutMs: 5000,
+    recycleAfter: 100,
+    minWarm: 0,
+    sampleMs: 500,
     logger: silentLogger(),
     ...extra,
   });
 }
 
 const task = { kind: 'command' as const, cmd: 'true', args: [], cwd: '/' };
-const request = (id: string, signal = new AbortController().signal) => ({ executionId: id, fence: 7, task, timeoutMs: 10_000, signal });
+const worker = { key: 'test', env: { PATH: process.env.PATH ?? '' }, execArgv: [] };
+const request = (id: string, signal = new AbortController().signal): ExecutionRequest => ({
+  executionId: id,
+  fence: 7,
+  task,
+  worker,
+  commands: ['*'],
+  limits: { execution: {}, run: {} },
+  timeoutMs: 10_000,
+  signal,
+});
 
 describe('ProcessPool against fake workers', () => {
   it('refuses a late result from a worker whose claim was lost to silence', async () => {

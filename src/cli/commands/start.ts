@@ -2,6 +2,7 @@
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { compileHostOptions } from '../../host/host-options.js';
+import { compileCeiling } from '../../host/policy.js';
 import { loadSpec } from '../../host/spec-loader.js';
 import { assertRunId } from '../../protocol/ids.js';
 import { startInBackground } from '../background.js';
@@ -38,7 +39,8 @@ export function registerStartCommands(program: Command): void {
       const { spec, specPath } = readSpecArg(specArg);
       // Validate in the foreground before anything touches the store: bad input writes nothing.
       if (opts.id !== undefined) assertRunId(opts.id, '--id');
-      loadSpec(spec, { baseDir: specPath === undefined ? process.cwd() : dirname(specPath) });
+      const hostOptions = compileHostOptions(g.home === undefined ? {} : { home: g.home });
+      loadSpec(spec, { baseDir: specPath === undefined ? process.cwd() : dirname(specPath), maxDepth: hostOptions.subflowMaxDepth, ceiling: compileCeiling(hostOptions.policy) });
       if (opts.wait === true) {
         process.exitCode = await withHost(g, async (host) => {
           const handle = await host.start({ spec, cwd: process.cwd(), ...(specPath === undefined ? {} : { specPath }), ...(opts.id === undefined ? {} : { runId: opts.id }) });
@@ -46,8 +48,7 @@ export function registerStartCommands(program: Command): void {
         });
         return;
       }
-      const home = compileHostOptions(g.home === undefined ? {} : { home: g.home }).home;
-      const started = await startInBackground(home, { mode: 'start', spec, cwd: process.cwd(), ...(specPath === undefined ? {} : { specPath }), ...(opts.id === undefined ? {} : { runId: opts.id }) });
+      const started = await startInBackground(hostOptions.home, { mode: 'start', spec, cwd: process.cwd(), ...(specPath === undefined ? {} : { specPath }), ...(opts.id === undefined ? {} : { runId: opts.id }) });
       if (opts.json === true) out(JSON.stringify({ runId: started.runId, pid: started.pid }));
       else {
         out(started.runId);

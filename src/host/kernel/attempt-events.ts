@@ -82,5 +82,6 @@ export function resultEvents(
     failed.retryInMs = Math.min(300_000, node.retry.backoffMs * 2 ** retries);
     return { events: [...events, failed], artifacts };
   }
+  if (outcome.failsRun === true) return { events: [...events, failed, { type: 'run_state', state: 'failed', error: outcome.error }], artifacts };
   return { events: [...events, ...failureEvents(ctx.spec, node, failed, outcome.error)], artifacts };
 }

@@ -1,11 +1,13 @@
 /**
  * How one attempt of a node ended, in the kernel's terms, and the conversion
- * from the pool's execution outcomes.
+ * from the pools' execution outcomes.
  */
+import { describeBreach } from '../../protocol/budget.js';
+import type { ErrorCode } from '../../protocol/errors.js';
 import type { ErrorInfo, Usage } from '../../protocol/events.js';
 import type { VerifyData } from '../../protocol/ipc.js';
 import { addUsage, emptyUsage } from '../../protocol/record.js';
-import type { ExecutionOutcome } from '../pool/process-pool.js';
+import type { ExecutionOutcome } from '../pool/execution.js';
 
 /** A verdict adopted from a subflow's child run. */
 export interface ChildVerdict {
@@ -16,20 +18,37 @@ export interface ChildVerdict {
 
 export type AttemptOutcome =
   | { kind: 'ok'; output: string; outputBytes?: number; usage: Usage; durationMs: number; verify?: VerifyData; childVerdict?: ChildVerdict; extraOutputs?: Array<{ name: string; text: string }> }
-  | { kind: 'failed'; error: ErrorInfo; usage: Usage; durationMs: number; output?: string; outputBytes?: number; verify?: VerifyData; childVerdict?: ChildVerdict; retryable: boolean }
+  | {
+      kind: 'failed';
+      error: ErrorInfo;
+      usage: Usage;
+      durationMs: number;
+      output?: string;
+      outputBytes?: number;
+      verify?: VerifyData;
+      childVerdict?: ChildVerdict;
+      retryable: boolean;
+      /** The failure ends the run whatever the node's `onFailure` (a run-level budget breach). */
+      failsRun?: boolean;
+    }
   | { kind: 'lost'; reason: 'worker_lost' | 'heartbeat_timeout'; error: ErrorInfo; usage: Usage; durationMs: number }
   | { kind: 'stopped'; usage: Usage; durationMs: number };
 
-/** Usage of one execution. */
+/** Failures that would fail again: never retried. */
+const NOT_RETRYABLE: ReadonlySet<string> = new Set<ErrorCode>(['BUDGET_EXCEEDED', 'POLICY_DENIED', 'REQUEUE_LIMIT', 'ENGINE_UNSUPPORTED']);
+
+/** Usage of one execution: what the host measured, or the worker reported where the host measured less. */
 export function executionUsage(outcome: ExecutionOutcome): Usage {
   const reported = outcome.status === 'ok' || outcome.status === 'error' ? outcome.result.usage : undefined;
+  const measured = outcome.measured;
   return {
     executions: 1,
     durationMs: Math.round(outcome.durationMs),
-    cpuMs: Math.round(reported?.cpuMs ?? 0),
-    tokensIn: reported?.tokensIn ?? 0,
-    tokensOut: reported?.tokensOut ?? 0,
-    costUsd: reported?.costUsd ?? 0,
+    cpuMs: Math.round(Math.max(reported?.cpuMs ?? 0, measured?.cpuMs ?? 0)),
+    tokensIn: Math.max(reported?.tokensIn ?? 0, measured?.tokensIn ?? 0),
+    tokensOut: Math.max(reported?.tokensOut ?? 0, measured?.tokensOut ?? 0),
+    costUsd: Math.max(reported?.costUsd ?? 0, measured?.costUsd ?? 0),
+    peakRssMb: Math.round(measured?.peakRssMb ?? 0),
   };
 }
 
@@ -47,7 +66,7 @@ export function fromExecution(outcome: ExecutionOutcome, node: string, timeoutMs
     case 'error': {
       const error: ErrorInfo = { code: outcome.result.code, message: outcome.result.message, node };
       if (outcome.result.detail !== undefined) error.detail = outcome.result.detail;
-      const failed: AttemptOutcome = { kind: 'failed', error, usage, durationMs, retryable: true };
+      const failed: AttemptOutcome = { kind: 'failed', error, usage, durationMs, retryable: !NOT_RETRYABLE.has(outcome.result.code) };
       if (outcome.result.output !== undefined) failed.output = outcome.result.output;
       if (outcome.result.outputBytes !== undefined) failed.outputBytes = outcome.result.outputBytes;
       if (outcome.result.verify !== undefined) failed.verify = outcome.result.verify;
@@ -61,6 +80,18 @@ export function fromExecution(outcome: ExecutionOutcome, node: string, timeoutMs
         durationMs,
         retryable: true,
       };
+    case 'budget': {
+      const { breach } = outcome;
+      const whose = breach.scope === 'run' ? "the run's budget" : "the execution's budget";
+      return {
+        kind: 'failed',
+        error: { code: 'BUDGET_EXCEEDED', message: `${whose} was exceeded: ${describeBreach(breach)}; the execution was stopped`, node, detail: { ...breach } },
+        usage,
+        durationMs,
+        retryable: false,
+        failsRun: breach.scope === 'run',
+      };
+    }
     case 'lost':
       return {
         kind: 'lost',

@@ -7,11 +7,11 @@ import { resolve } from 'node:path';
 import type { DigestScope, Task, TaskOf } from '../../protocol/ipc.js';
 import { executionId } from '../../protocol/ids.js';
 import type { CustomEngine, FanoutMember, NodeOf, WorkflowSpec } from '../../protocol/spec.js';
-import type { ExecutionOutcome } from '../pool/process-pool.js';
+import type { ExecutionOutcome } from '../pool/execution.js';
 import type { SecretMap } from '../spec-loader.js';
 import { fromExecution, sumUsage, type AttemptOutcome } from './attempt-outcome.js';
 
-export type ExecutingNode = NodeOf<'command'> | NodeOf<'agent'> | NodeOf<'verifier'> | NodeOf<'fanout'>;
+export type ExecutingNode = NodeOf<'command'> | NodeOf<'agent'> | NodeOf<'verifier'> | NodeOf<'fanout'> | NodeOf<'script'>;
 
 /** Name of the synthesis execution of a fan-out attempt. */
 export const SYNTHESIS_MEMBER = '_synthesis';
@@ -80,6 +80,8 @@ export async function runNodeAttempt(node: ExecutingNode, ctx: AttemptContext): 
     }
     case 'fanout':
       return runFanout(node, nodeIndex, cwd, ctx);
+    case 'script':
+      return one({ kind: 'script', module: node.module, export: node.export, ...(node.input === undefined ? {} : { input: node.input }), cwd, attempt: ctx.attempt });
   }
 }
 

@@ -19,18 +19,21 @@ import { RunwardenError } from '../../protocol/errors.js';
 import { RunEventSchema, TERMINAL_STATES, type ErrorInfo, type NewRunEvent, type RunEvent, type RunState } from '../../protocol/events.js';
 import { evaluateCondition } from '../../protocol/conditions.js';
 import type { Task } from '../../protocol/ipc.js';
-import { applyEvents, type RunRecord } from '../../protocol/record.js';
+import { applyEvents, emptyUsage, type RunRecord } from '../../protocol/record.js';
+import { describeBreach, type Budget } from '../../protocol/budget.js';
+import type { EffectivePolicy } from '../../protocol/policy.js';
 import { EXECUTING_KINDS, findNode, followingNode, type NodeOf, type WorkflowNode, type WorkflowSpec } from '../../protocol/spec.js';
 import type { Artifact, RunGuard, RunStore } from '../../store/run-store.js';
 import { failpoint } from '../../util/failpoints.js';
 import type { CompiledHostOptions } from '../host-options.js';
 import type { LeaseKeeper } from '../lease-keeper.js';
-import type { ExecutionOutcome, ProcessPool } from '../pool/process-pool.js';
+import type { ExecutionOutcome, Pool } from '../pool/execution.js';
 import type { Scheduler } from '../scheduler.js';
 import type { SecretMap } from '../spec-loader.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { lossEvents, resultEvents, type SettleContext } from './attempt-events.js';
 import { controlEvent, ending, recheckedEnding } from './decisions.js';
+import { cwdRefusal, exhaustedRunLimit, planExecution, remainingRunBudget, type ExecPlan } from './exec-plan.js';
 import { digestScope, plannedExecutions, runNodeAttempt, verifierTimeoutMs, type ExecutingNode } from './node-attempt.js';
 
 export type StopReason = 'cancel' | 'interrupt' | 'superseded';
@@ -38,8 +41,13 @@ export type StopReason = 'cancel' | 'interrupt' | 'superseded';
 /** What a driver needs from its host. */
 export interface KernelDeps {
   store: RunStore;
-  pool: ProcessPool;
-  scheduler: Scheduler;
+  /** Pools and their claim queues, by isolation. */
+  pools: Record<'process' | 'thread', Pool>;
+  schedulers: Record<'process' | 'thread', Scheduler>;
+  /** The host's policy ceiling. */
+  ceiling: EffectivePolicy;
+  /** The host's default execution budget. */
+  hostBudget: Budget;
   leases: LeaseKeeper;
   logger: Logger;
   options: CompiledHostOptions;
@@ -414,11 +422,27 @@ export class RunDriver {
   }
 
   async #execute(node: ExecutingNode): Promise<void> {
+    const exhausted = exhaustedRunLimit(this.#spec.budget, this.#record.usage);
+    if (exhausted !== undefined) {
+      const error: ErrorInfo = { code: 'BUDGET_EXCEEDED', message: `the run's budget is spent: ${describeBreach(exhausted)}; ${node.id} was not started`, node: node.id, detail: { ...exhausted, scope: 'run' } };
+      await this.commit([{ type: 'run_state', state: 'failed', error }]);
+      return;
+    }
     const next = await this.#nextAttempt(node);
     if (next === undefined) return;
+    const plan = planExecution(node, this.#spec, this.#deps.ceiling, this.#deps.hostBudget);
     const steers = node.kind === 'agent' || node.kind === 'fanout' ? this.#record.pendingSteers : [];
     const steer = steers.length === 0 ? undefined : steers.map((s) => s.text).join('\n\n');
-    const started: NewRunEvent = { type: 'node_started', node: node.id, attempt: next.attempt, visit: next.visit, cause: next.cause, executions: plannedExecutions(node, this.runId, next.attempt) };
+    const started: NewRunEvent = {
+      type: 'node_started',
+      node: node.id,
+      attempt: next.attempt,
+      visit: next.visit,
+      cause: next.cause,
+      executions: plannedExecutions(node, this.runId, next.attempt),
+      isolation: plan.isolation,
+      policy: plan.policy,
+    };
     if (steer !== undefined) started.steer = { ids: steers.map((s) => s.id), text: steer };
     await this.commit([...this.#stateFor(node.kind), started]);
     failpoint('kernel.after-node-started', node.id);
@@ -433,24 +457,31 @@ export class RunDriver {
       secrets: this.#secrets,
       digestScope: digestScope(this.#spec, this.#deps.options.home),
       signal: this.#abort.signal,
-      dispatch: (id, task, ms, signal) => this.#dispatch(id, task, ms, signal),
+      dispatch: (id, task, ms, signal) => this.#dispatch(id, task, ms, signal, plan),
     });
     failpoint('kernel.before-result-commit', node.id);
     await this.#settleAttempt(node, next.attempt, next.visit, outcome);
   }
 
-  async #dispatch(executionId: string, task: Task, timeoutMs: number, signal: AbortSignal): Promise<ExecutionOutcome> {
+  async #dispatch(executionId: string, task: Task, timeoutMs: number, signal: AbortSignal, plan: ExecPlan): Promise<ExecutionOutcome> {
+    if ('cwd' in task) {
+      const refusal = cwdRefusal(plan.policy, task.cwd);
+      if (refusal !== undefined) return { status: 'error', durationMs: 0, result: { type: 'error', code: 'POLICY_DENIED', message: refusal } };
+    }
     let release: () => void;
     try {
-      release = await this.#deps.scheduler.acquire(this.runId, signal);
+      release = await this.#deps.schedulers[plan.isolation].acquire(this.runId, signal);
     } catch (reason) {
       return { status: 'aborted', reason, durationMs: 0 };
     }
     try {
-      return await this.#deps.pool.execute({
+      return await this.#deps.pools[plan.isolation].execute({
         executionId,
         fence: this.#guard.fence,
         task,
+        worker: plan.worker,
+        commands: plan.policy.commands,
+        limits: { execution: plan.budget, run: remainingRunBudget(this.#spec.budget, this.#record.usage) },
         timeoutMs,
         signal,
         onProgress: (stream, text) => {
@@ -553,7 +584,10 @@ export class RunDriver {
     let digestNow: string | null | undefined = null;
     if (end.digest !== null) {
       const task: Task = { kind: 'digest', cwd: end.verdictSpec.cwd ?? this.#record.cwd, scope: digestScope(end.verdictSpec, this.#deps.options.home) };
-      const outcome = await this.#dispatch(`${this.runId}/__finish/digest-${this.#record.seq}`, task, this.#deps.options.defaultTimeoutMs, this.#abort.signal);
+      // runwarden's own work: the run's policy for env and files, any command (it runs git).
+      const internal = planExecution({ id: '__finish', kind: 'verifier', contract: 'run' }, this.#spec, this.#deps.ceiling, {});
+      const plan: ExecPlan = { ...internal, policy: { ...internal.policy, commands: ['*'] } };
+      const outcome = await this.#dispatch(`${this.runId}/__finish/digest-${this.#record.seq}`, task, this.#deps.options.defaultTimeoutMs, this.#abort.signal, plan);
       if (outcome.status === 'aborted') throw new Stopped(this.#stop ?? 'interrupt');
       digestNow = outcome.status === 'ok' ? (outcome.result.digest ?? null) : undefined;
     }
@@ -563,7 +597,7 @@ export class RunDriver {
 
 /** A subflow attempt's outcome from how its child run ended. */
 function subflowOutcome(result: Exclude<ChildRunResult, { status: 'blocked' }>, nodeId: string, childRunId: string, durationMs: number, stopping: boolean): AttemptOutcome {
-  const none = { executions: 0, durationMs, cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 };
+  const none = { ...emptyUsage(), durationMs };
   // A child that ended because this run is stopping (a cancel passed down) is a stop, not a failure.
   if (result.status === 'stopped' || stopping) return { kind: 'stopped', usage: none, durationMs };
   if (result.status === 'refused') return { kind: 'failed', error: { code: 'SUBFLOW_FAILED', message: result.message, node: nodeId }, usage: none, durationMs, retryable: false };

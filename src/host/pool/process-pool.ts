@@ -7,37 +7,22 @@
  * stale fence, a stranger's id — is refused, counted and logged. A worker's
  * exit settles every claim it held, in one place, even with exit code 0.
  *
- * A claim ends in exactly one outcome:
- * - `ok` / `error`: the worker's result.
- * - `lost`: the worker exited, or went silent past the heartbeat timeout.
- * - `timeout`: the execution ran past its deadline.
- * - `aborted`: the caller's signal fired (run cancelled, host stopping).
+ * Workers are kept warm and reused, but only by executions with the same
+ * worker key (isolation, policy fingerprint, permission flags): an execution
+ * never runs in a worker started under another policy. A worker retires after
+ * `recycleAfter` executions, after `idleMs` idle, and after any execution that
+ * did not end with a result (timeout, budget breach, loss, abort). `minWarm`
+ * spares are kept ready per key once the key has been used.
+ *
  * For every outcome but `ok` and `error`, the worker and its whole process
  * tree are gone before the outcome is delivered, so a retry never runs beside
  * the attempt it replaces.
  */
 import type { Logger } from 'pino';
-import { IPC_VERSION, type ExecutionResult, type Task, type WorkerMessage } from '../../protocol/ipc.js';
+import { IPC_VERSION, type WorkerMessage } from '../../protocol/ipc.js';
+import { ExecutionMeter } from '../budget/meter.js';
+import type { DistributiveOmit, ExecutionOutcome, ExecutionRequest, Pool, PoolStats, WorkerSpec } from './execution.js';
 import { WorkerProcess, type WorkerExit } from './worker-process.js';
-
-export interface ExecutionRequest {
-  executionId: string;
-  /** The fence of the run's guard; echoed by the worker on every message. */
-  fence: number;
-  task: Task;
-  timeoutMs: number;
-  /** Aborting stops the execution (its worker is killed) and yields `aborted`. */
-  signal: AbortSignal;
-  onProgress?: (stream: 'stdout' | 'stderr' | 'log', text: string) => void;
-}
-
-export type ExecutionOutcome = { durationMs: number; workerPid?: number } & (
-  | { status: 'ok'; result: Extract<ExecutionResult, { type: 'ok' }> }
-  | { status: 'error'; result: Extract<ExecutionResult, { type: 'error' }> }
-  | { status: 'lost'; reason: 'worker_lost' | 'heartbeat_timeout'; message: string }
-  | { status: 'timeout' }
-  | { status: 'aborted'; reason: unknown }
-);
 
 export interface ProcessPoolOptions {
   /** The worker entry file (compiled `worker/main.js`). */
@@ -48,37 +33,33 @@ export interface ProcessPoolOptions {
   /** An idle worker exits after this long. */
   idleMs: number;
   startTimeoutMs: number;
+  /** Executions a worker runs before it is replaced. */
+  recycleAfter: number;
+  /** Idle spares kept per worker key once the key has been used. */
+  minWarm: number;
+  /** How often a busy worker's process tree is sampled for CPU and memory. */
+  sampleMs: number;
   logger: Logger;
-  /** Environment of worker processes. @default process.env */
-  env?: NodeJS.ProcessEnv;
 }
 
 interface Claim {
   executionId: string;
   fence: number;
   worker: WorkerProcess;
-  startedAt: number;
   lastHeartbeatAt: number;
   settled: boolean;
   request: ExecutionRequest;
-  resolve(outcome: ExecutionOutcome): void;
+  meter: ExecutionMeter;
+  resolve(outcome: DistributiveOmit<ExecutionOutcome, 'durationMs'>): void;
   cleanup(): void;
 }
 
-/** Counters, for tests, `status` and metrics. */
-export interface PoolStats {
-  workersStarted: number;
-  workersAlive: number;
-  busy: number;
-  refusedMessages: number;
-  lostClaims: number;
-}
-
-export class ProcessPool {
+export class ProcessPool implements Pool {
   readonly #options: ProcessPoolOptions;
   readonly #claims = new Map<string, Claim>();
   readonly #workers = new Set<WorkerProcess>();
-  readonly #idle: WorkerProcess[] = [];
+  readonly #idle = new Map<string, WorkerProcess[]>();
+  readonly #keyOf = new WeakMap<WorkerProcess, string>();
   #watchdog: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
   #stats = { workersStarted: 0, refusedMessages: 0, lostClaims: 0 };
@@ -98,29 +79,37 @@ export class ProcessPool {
     if (this.#closing !== undefined) return { status: 'aborted', reason: 'shutdown', durationMs: 0 };
     let worker: WorkerProcess;
     try {
-      worker = await this.#acquireWorker(request.signal);
+      worker = await this.#acquireWorker(request.worker, request.signal);
     } catch (err) {
       if (request.signal.aborted) return { status: 'aborted', reason: request.signal.reason, durationMs: performance.now() - started };
-      return {
-        status: 'error',
-        durationMs: performance.now() - started,
-        result: { type: 'error', code: 'WORKER_START_FAILED', message: (err as Error).message },
-      };
+      return { status: 'error', durationMs: performance.now() - started, result: { type: 'error', code: 'WORKER_START_FAILED', message: (err as Error).message } };
     }
+    this.#keepWarm(request.worker);
     return new Promise<ExecutionOutcome>((resolve) => {
       const onAbort = (): void => this.#stopClaim(claim, { status: 'aborted', reason: request.signal.reason }, this.#options.killGraceMs);
       const deadline = setTimeout(() => this.#stopClaim(claim, { status: 'timeout' }, this.#options.killGraceMs), request.timeoutMs);
+      const meter = new ExecutionMeter({
+        execution: request.limits.execution,
+        run: request.limits.run,
+        pid: worker.pid,
+        sampleMs: this.#options.sampleMs,
+        onBreach: (breach) => this.#stopClaim(claim, { status: 'budget', breach }, this.#options.killGraceMs),
+      });
       const claim: Claim = {
         executionId: request.executionId,
         fence: request.fence,
         worker,
-        startedAt: started,
         lastHeartbeatAt: Date.now(),
         settled: false,
         request,
-        resolve: (outcome) => resolve({ ...outcome, durationMs: performance.now() - started, workerPid: worker.pid }),
+        meter,
+        resolve: (outcome) => {
+          const m = meter.measured();
+          resolve({ ...outcome, durationMs: performance.now() - started, workerPid: worker.pid, measured: { cpuMs: m.cpuMs, peakRssMb: m.peakRssMb, tokensIn: m.tokensIn, tokensOut: m.tokensOut, costUsd: m.costUsd } } as ExecutionOutcome);
+        },
         cleanup: () => {
           clearTimeout(deadline);
+          meter.stop();
           request.signal.removeEventListener('abort', onAbort);
           this.#claims.delete(request.executionId);
           this.#armWatchdog();
@@ -131,37 +120,29 @@ export class ProcessPool {
       worker.executions += 1;
       request.signal.addEventListener('abort', onAbort, { once: true });
       this.#armWatchdog();
+      meter.start();
       const sent = worker.send({
         v: IPC_VERSION,
         type: 'dispatch',
         executionId: request.executionId,
         fence: request.fence,
         heartbeatMs: this.#options.heartbeatMs,
+        commands: request.commands,
         task: request.task,
       });
       if (!sent) this.#stopClaim(claim, { status: 'lost', reason: 'worker_lost', message: `worker ${worker.pid} closed its channel before dispatch` }, 0);
     });
   }
 
-  async #acquireWorker(signal: AbortSignal): Promise<WorkerProcess> {
-    for (let w = this.#idle.pop(); w !== undefined; w = this.#idle.pop()) {
+  async #acquireWorker(spec: WorkerSpec, signal: AbortSignal): Promise<WorkerProcess> {
+    const idle = this.#idle.get(spec.key) ?? [];
+    for (let w = idle.pop(); w !== undefined; w = idle.pop()) {
       if (w.state !== 'idle') continue;
       if (w.idleTimer !== undefined) clearTimeout(w.idleTimer);
       w.idleTimer = undefined;
       return w;
     }
-    const worker = new WorkerProcess({
-      entry: this.#options.workerEntry,
-      env: { ...(this.#options.env ?? process.env), RUNWARDEN_KILL_GRACE_MS: String(this.#options.killGraceMs) },
-      onMessage: (w, m) => this.#onMessage(w, m),
-      onInvalidMessage: (w, detail) => {
-        this.#stats.refusedMessages += 1;
-        this.#options.logger.warn({ workerPid: w.pid, detail, code: 'IPC_INVALID' }, 'invalid message from worker refused');
-      },
-      onExit: (w, exit) => this.#onExit(w, exit),
-    });
-    this.#stats.workersStarted += 1;
-    this.#workers.add(worker);
+    const worker = this.#spawn(spec);
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     try {
@@ -183,6 +164,38 @@ export class ProcessPool {
     return worker;
   }
 
+  #spawn(spec: WorkerSpec): WorkerProcess {
+    const worker = new WorkerProcess({
+      entry: this.#options.workerEntry,
+      env: { ...spec.env, RUNWARDEN_KILL_GRACE_MS: String(this.#options.killGraceMs) },
+      execArgv: spec.execArgv,
+      onMessage: (w, m) => this.#onMessage(w, m),
+      onInvalidMessage: (w, detail) => {
+        this.#stats.refusedMessages += 1;
+        this.#options.logger.warn({ workerPid: w.pid, detail, code: 'IPC_INVALID' }, 'invalid message from worker refused');
+      },
+      onExit: (w, exit) => this.#onExit(w, exit),
+    });
+    this.#stats.workersStarted += 1;
+    this.#workers.add(worker);
+    this.#keyOf.set(worker, spec.key);
+    return worker;
+  }
+
+  /** Keep `minWarm` idle spares of this key (started in the background). */
+  #keepWarm(spec: WorkerSpec): void {
+    if (this.#options.minWarm <= 0 || this.#closing !== undefined) return;
+    const idle = this.#idle.get(spec.key) ?? [];
+    const starting = [...this.#workers].filter((w) => w.state === 'starting' && this.#keyOf.get(w) === spec.key).length;
+    for (let i = idle.length + starting; i < this.#options.minWarm; i++) {
+      const spare = this.#spawn(spec);
+      spare.ready.then(
+        () => this.#toIdle(spare),
+        () => undefined,
+      );
+    }
+  }
+
   #onMessage(worker: WorkerProcess, message: WorkerMessage): void {
     if (message.type === 'ready') return;
     const claim = this.#claims.get(message.executionId);
@@ -194,19 +207,21 @@ export class ProcessPool {
       );
       return;
     }
+    claim.lastHeartbeatAt = Date.now();
     switch (message.type) {
       case 'heartbeat':
-        claim.lastHeartbeatAt = Date.now();
         return;
       case 'progress':
-        claim.lastHeartbeatAt = Date.now();
         claim.request.onProgress?.(message.stream, message.text);
+        return;
+      case 'usage':
+        claim.meter.addUsage(message);
         return;
       case 'result': {
         claim.settled = true;
         claim.cleanup();
         const result = message.result;
-        claim.resolve(result.type === 'ok' ? { status: 'ok', result, durationMs: 0 } : { status: 'error', result, durationMs: 0 });
+        claim.resolve(result.type === 'ok' ? { status: 'ok', result } : { status: 'error', result });
         this.#release(worker);
         return;
       }
@@ -225,13 +240,14 @@ export class ProcessPool {
     if (outcome.status === 'lost') this.#stats.lostClaims += 1;
     this.#options.logger.info({ executionId: claim.executionId, workerPid: claim.worker.pid, outcome: outcome.status }, 'execution stopped; retiring its worker');
     claim.worker.send({ v: IPC_VERSION, type: 'cancel', executionId: claim.executionId, fence: claim.fence, reason: outcome.status === 'timeout' ? 'timeout' : 'cancelled' });
-    void claim.worker.stop({ notify: false, graceMs }).then(() => claim.resolve({ ...outcome, durationMs: 0 }));
+    void claim.worker.stop({ notify: false, graceMs }).then(() => claim.resolve(outcome));
   }
 
   #onExit(worker: WorkerProcess, exit: WorkerExit): void {
     this.#workers.delete(worker);
-    const at = this.#idle.indexOf(worker);
-    if (at >= 0) this.#idle.splice(at, 1);
+    const idle = this.#idle.get(this.#keyOf.get(worker) ?? '');
+    const at = idle?.indexOf(worker) ?? -1;
+    if (idle !== undefined && at >= 0) idle.splice(at, 1);
     for (const claim of [...this.#claims.values()]) {
       if (claim.worker !== worker || claim.settled) continue;
       const how = exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
@@ -242,15 +258,24 @@ export class ProcessPool {
 
   #release(worker: WorkerProcess): void {
     if (worker.state !== 'busy') return;
-    if (this.#closing !== undefined) {
+    if (this.#closing !== undefined || worker.executions >= this.#options.recycleAfter) {
       void worker.stop({ notify: true, graceMs: this.#options.killGraceMs });
       return;
     }
+    this.#toIdle(worker);
+  }
+
+  #toIdle(worker: WorkerProcess): void {
+    if (worker.state === 'exited' || worker.state === 'retiring') return;
+    const key = this.#keyOf.get(worker)!;
     worker.state = 'idle';
-    this.#idle.push(worker);
+    const idle = this.#idle.get(key) ?? [];
+    idle.push(worker);
+    this.#idle.set(key, idle);
     worker.idleTimer = setTimeout(() => {
-      const at = this.#idle.indexOf(worker);
-      if (at >= 0) this.#idle.splice(at, 1);
+      const list = this.#idle.get(key) ?? [];
+      const at = list.indexOf(worker);
+      if (at >= 0) list.splice(at, 1);
       void worker.stop({ notify: true, graceMs: this.#options.killGraceMs });
     }, this.#options.idleMs);
     worker.idleTimer.unref();
@@ -286,5 +311,3 @@ export class ProcessPool {
     return this.#closing;
   }
 }
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

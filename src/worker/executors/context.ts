@@ -8,4 +8,8 @@ export interface ExecutorContext {
   killGraceMs: number;
   /** How much output to keep per stream, in bytes. */
   maxOutputBytes: number;
+  /** The executables the task may start (`*`: any). */
+  commands: readonly string[];
+  /** Report usage (tokens, cost) while executing. */
+  reportUsage(usage: { tokensIn?: number; tokensOut?: number; costUsd?: number; model?: string }): void;
 }

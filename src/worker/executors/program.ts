@@ -5,6 +5,7 @@
  */
 import type { ErrorCode } from '../../protocol/errors.js';
 import type { ExecutionResult } from '../../protocol/ipc.js';
+import { commandRefusal } from '../policy.js';
 import { runProcess } from '../run-process.js';
 import type { ExecutorContext } from './context.js';
 
@@ -20,6 +21,8 @@ export interface ProgramRun {
 }
 
 export async function runProgram(program: ProgramRun, ctx: ExecutorContext): Promise<ExecutionResult> {
+  const refusal = commandRefusal(program.cmd, ctx.commands, program.cwd);
+  if (refusal !== undefined) return { type: 'error', code: 'POLICY_DENIED', message: `${program.label} was not started: ${refusal}` };
   const run = await runProcess(program.cmd, program.args, {
     cwd: program.cwd,
     ...(program.env === undefined ? {} : { env: program.env }),

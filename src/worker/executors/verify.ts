@@ -7,6 +7,7 @@ import { open, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Check } from '../../protocol/spec.js';
 import type { CheckResult, ExecutionResult, TaskOf } from '../../protocol/ipc.js';
+import { commandRefusal } from '../policy.js';
 import { runProcess } from '../run-process.js';
 import type { ExecutorContext } from './context.js';
 import { workspaceDigest } from './digest.js';
@@ -45,8 +46,13 @@ export async function executeVerify(task: TaskOf<'verify'>, ctx: ExecutorContext
 }
 
 async function commandCheck(check: Extract<Check, { type: 'command' }>, cwd: string, ctx: ExecutorContext): Promise<CheckResult> {
+  const checkCwd = resolve(cwd, check.cwd ?? '.');
+  const refusal = commandRefusal(check.cmd, ctx.commands, checkCwd);
+  if (refusal !== undefined) {
+    return { id: check.id ?? 'command', type: 'command', required: check.required, durationMs: 0, command: [check.cmd, ...check.args], passed: false, detail: `not started: ${refusal}`, exitCode: null };
+  }
   const run = await runProcess(check.cmd, check.args, {
-    cwd: resolve(cwd, check.cwd ?? '.'),
+    cwd: checkCwd,
     ...(check.env === undefined ? {} : { env: check.env }),
     signal: ctx.signal,
     timeoutMs: check.timeoutMs,

@@ -1,0 +1,146 @@
+/**
+ * Metering one execution against its limits.
+ *
+ * - `wallMs`: time since the execution started.
+ * - `cpuMs`, `rssMb`: for a worker process, sampled with pidusage every
+ *   `sampleMs` over the worker's whole process tree (the worker and every
+ *   process it started). CPU is the worker's CPU since the execution started
+ *   plus the CPU of each descendant (the largest value seen per process, so a
+ *   program that exits keeps what it used while sampled); memory is the sum of
+ *   resident sets. A thread shares its process, so neither is measured there.
+ * - `tokens`, `costUsd`: summed from usage reports.
+ *
+ * The first limit exceeded — an execution limit, or what is left of a run
+ * limit — is reported once through `onBreach`.
+ */
+import pidusage from 'pidusage';
+import type { Budget, BudgetLimit, Measured } from '../../protocol/budget.js';
+import { firstBreach } from '../../protocol/budget.js';
+import { descendants } from '../../util/process-tree.js';
+
+export interface Breach {
+  limit: BudgetLimit;
+  limitValue: number;
+  measured: number;
+  /** Whether the execution's own limit or what was left of the run's was exceeded. */
+  scope: 'execution' | 'run';
+}
+
+export interface MeterOptions {
+  /** The execution's limits. */
+  execution: Budget;
+  /** What is left of the run's limits when the execution starts. */
+  run: Budget;
+  /** The worker process to sample, if the execution runs in one. */
+  pid?: number;
+  sampleMs: number;
+  onBreach(breach: Breach): void;
+}
+
+/** pidusage keeps a /proc file open per process for this long after its last sample. */
+const PIDUSAGE_MAXAGE_MS = 5000;
+
+export class ExecutionMeter {
+  readonly #options: MeterOptions;
+  readonly #started = performance.now();
+  readonly #timers: NodeJS.Timeout[] = [];
+  #baselineCpuMs: number | undefined;
+  readonly #descendantCpuMs = new Map<string, number>();
+  #cpuMs = 0;
+  #rssMb = 0;
+  #peakRssMb = 0;
+  #tokensIn = 0;
+  #tokensOut = 0;
+  #costUsd = 0;
+  #breached = false;
+  #sampling = false;
+
+  constructor(options: MeterOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Start sampling (for a worker process: first after `sampleMs`, so a short
+   * execution costs nothing) and arm the wall-clock deadline.
+   */
+  start(): void {
+    if (this.#options.pid !== undefined) {
+      const sampler = setInterval(() => void this.#sample(), this.#options.sampleMs);
+      sampler.unref();
+      this.#timers.push(sampler);
+    }
+    for (const wallMs of [this.#options.execution.wallMs, this.#options.run.wallMs]) {
+      if (wallMs === undefined) continue;
+      const deadline = setTimeout(() => this.#check(), wallMs + 1);
+      deadline.unref();
+      this.#timers.push(deadline);
+    }
+  }
+
+  stop(): void {
+    for (const timer of this.#timers.splice(0)) clearTimeout(timer);
+  }
+
+  /** Add usage reported by the execution. */
+  addUsage(usage: { tokensIn: number; tokensOut: number; costUsd: number }): void {
+    this.#tokensIn += usage.tokensIn;
+    this.#tokensOut += usage.tokensOut;
+    this.#costUsd += usage.costUsd;
+    this.#check();
+  }
+
+  measured(): Measured & { peakRssMb: number; tokensIn: number; tokensOut: number } {
+    return {
+      wallMs: performance.now() - this.#started,
+      cpuMs: this.#cpuMs,
+      rssMb: this.#rssMb,
+      tokens: this.#tokensIn + this.#tokensOut,
+      tokensIn: this.#tokensIn,
+      tokensOut: this.#tokensOut,
+      costUsd: this.#costUsd,
+      peakRssMb: this.#peakRssMb,
+    };
+  }
+
+  async #sample(): Promise<void> {
+    const pid = this.#options.pid;
+    if (pid === undefined || this.#sampling || this.#breached) return;
+    this.#sampling = true;
+    try {
+      const pids = [pid, ...(await descendants(pid))];
+      const stats = await Promise.all(pids.map((p) => pidusage(p, { maxage: PIDUSAGE_MAXAGE_MS }).catch(() => undefined)));
+      let rssBytes = 0;
+      stats.forEach((stat, i) => {
+        if (stat === undefined) return;
+        rssBytes += stat.memory;
+        if (pids[i] === pid) {
+          this.#baselineCpuMs ??= stat.ctime;
+          return;
+        }
+        const key = `${pids[i]}@${Math.round(stat.timestamp - stat.elapsed)}`;
+        this.#descendantCpuMs.set(key, Math.max(this.#descendantCpuMs.get(key) ?? 0, stat.ctime));
+      });
+      const own = stats[0] === undefined || this.#baselineCpuMs === undefined ? 0 : stats[0].ctime - this.#baselineCpuMs;
+      let children = 0;
+      for (const ms of this.#descendantCpuMs.values()) children += ms;
+      this.#cpuMs = Math.max(this.#cpuMs, own + children);
+      this.#rssMb = rssBytes / 1_048_576;
+      this.#peakRssMb = Math.max(this.#peakRssMb, this.#rssMb);
+    } finally {
+      this.#sampling = false;
+    }
+    this.#check();
+  }
+
+  #check(): void {
+    if (this.#breached) return;
+    const measured = this.measured();
+    const own = firstBreach(this.#options.execution, measured);
+    const run = own === undefined ? firstBreach(this.#options.run, measured) : undefined;
+    const breach = own !== undefined ? { ...own, scope: 'execution' as const } : run !== undefined ? { ...run, scope: 'run' as const } : undefined;
+    if (breach === undefined) return;
+    this.#breached = true;
+    this.stop();
+    this.#options.onBreach(breach);
+  }
+}

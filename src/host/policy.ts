@@ -1,0 +1,113 @@
+/**
+ * The host's half of the runtime policy: the ceiling, checking a spec against
+ * it, choosing where an execution runs, and how its worker is started.
+ */
+import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import which from 'which';
+import type { Budget } from '../protocol/budget.js';
+import type { ValidationIssue } from '../protocol/errors.js';
+import { OPEN_CEILING, effectivePolicy, envCovered, narrow, policyFingerprint, policyProblems, restrictsFs, type EffectivePolicy, type Policy } from '../protocol/policy.js';
+import type { WorkflowNode, WorkflowSpec } from '../protocol/spec.js';
+import type { WorkerSpec } from './pool/execution.js';
+
+/** The host's ceiling: everything, narrowed by the host's configured `policy`. */
+export function compileCeiling(hostPolicy: Policy | undefined): EffectivePolicy {
+  return narrow(OPEN_CEILING, hostPolicy);
+}
+
+function resolveCommand(command: string): string {
+  const found = isAbsolute(command) ? command : which.sync(command, { nothrow: true });
+  if (found === null) return command;
+  try {
+    return realpathSync(found);
+  } catch {
+    return found;
+  }
+}
+
+/** Whether two command entries name the same executable on this host. */
+export function sameCommand(a: string, b: string): boolean {
+  return a === b || resolveCommand(a) === resolveCommand(b);
+}
+
+/** Nodes whose executions run in a worker, with the fields that decide where and how. */
+type ExecNode = Extract<WorkflowNode, { policy?: Policy }>;
+
+function isExec(node: WorkflowNode): node is ExecNode {
+  return 'isolation' in node || ['command', 'agent', 'fanout', 'verifier', 'script'].includes(node.kind);
+}
+
+/**
+ * Every place a spec (and its inline subflows) asks for more than `bound`
+ * allows, and every explicit thread the policy could not hold, as issues
+ * naming the field.
+ */
+export function specPolicyIssues(spec: WorkflowSpec, bound: EffectivePolicy, at = ''): ValidationIssue[] {
+  const field = (p: string): string => (at === '' ? p : `${at}.${p}`);
+  const issues = spec.policy === undefined ? [] : policyProblems(spec.policy, bound, field('policy'), sameCommand);
+  const specBound = narrow(bound, spec.policy);
+  spec.nodes.forEach((node, i) => {
+    if (node.kind === 'subflow' && typeof node.workflow === 'object') issues.push(...specPolicyIssues(node.workflow, specBound, field(`nodes[${i}].workflow`)));
+    if (!isExec(node)) return;
+    if (node.policy !== undefined) issues.push(...policyProblems(node.policy, specBound, field(`nodes[${i}].policy`), sameCommand));
+    if (node.isolation === 'thread') {
+      const policy = effectivePolicy(bound, spec.policy, node.policy);
+      if (restrictsFs(policy)) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot hold a fs policy (Node's permission model is per process); run it in a 'process'" });
+      if (policy.childProcesses) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot hold the processes it starts; with childProcesses allowed, run it in a 'process'" });
+    }
+  });
+  return issues;
+}
+
+/**
+ * Where an execution runs: the node's `isolation` if set; a `script` runs in a
+ * thread unless its budget limits CPU or memory, its policy limits the file
+ * system, or it may start processes — then in a process, like everything else.
+ */
+export function isolationOf(node: WorkflowNode, budget: Budget, policy: EffectivePolicy): 'process' | 'thread' {
+  if (isExec(node) && node.isolation !== undefined) return node.isolation;
+  if (node.kind !== 'script') return 'process';
+  if (budget.cpuMs !== undefined || budget.rssMb !== undefined || restrictsFs(policy) || policy.childProcesses) return 'process';
+  return 'thread';
+}
+
+/** The environment a worker under `policy` gets: the host variables it allows, then the ones it sets. */
+export function workerEnv(policy: EffectivePolicy, hostEnv: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(hostEnv)) if (value !== undefined && envCovered(policy.env.allow, name)) env[name] = value;
+  return { ...env, ...policy.env.set };
+}
+
+/** The root of this package (what a worker must be able to read to run at all). */
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * Node's permission flags for a script worker process: read the package and
+ * the script module plus `fs.read`, write `fs.write`, and start processes or
+ * threads only if `childProcesses`.
+ */
+export function permissionFlags(policy: EffectivePolicy, moduleFile: string): string[] {
+  const list = (paths: readonly string[]): string => (paths.includes('/') ? '*' : paths.join(','));
+  const flags = ['--experimental-permission', '--disable-warning=ExperimentalWarning', `--allow-fs-read=${list(policy.fs.read.includes('/') ? ['/'] : [PACKAGE_ROOT, moduleFile, ...policy.fs.read])}`];
+  if (policy.fs.write.length > 0) flags.push(`--allow-fs-write=${list(policy.fs.write)}`);
+  if (policy.childProcesses) flags.push('--allow-child-process', '--allow-worker');
+  return flags;
+}
+
+/** How to start (or which warm worker may take) an execution. */
+export function workerSpec(node: WorkflowNode, isolation: 'process' | 'thread', policy: EffectivePolicy, budget: Budget, moduleFile?: string): WorkerSpec {
+  const env = workerEnv(policy);
+  if (isolation === 'thread') {
+    const spec: WorkerSpec = { key: `thread:${policyFingerprint(policy)}:${budget.rssMb ?? '-'}`, env, execArgv: [] };
+    if (budget.rssMb !== undefined) spec.heapMb = budget.rssMb;
+    return spec;
+  }
+  // Only a script runs its code inside the worker: only its worker needs the permission model.
+  const permissioned = node.kind === 'script' && moduleFile !== undefined && (restrictsFs(policy) || !policy.childProcesses);
+  const execArgv = permissioned ? permissionFlags(policy, moduleFile) : [];
+  const flagsKey = execArgv.length === 0 ? '-' : createHash('sha256').update(execArgv.join('\0')).digest('hex').slice(0, 12);
+  return { key: `process:${policyFingerprint(policy)}:${flagsKey}`, env, execArgv };
+}

@@ -1,0 +1,247 @@
+/**
+ * The thread pool: `script` executions in worker threads, on piscina.
+ *
+ * One piscina per worker key: threads with different environments or heap
+ * limits (an `rssMb` budget becomes the thread's `maxOldGenerationSizeMb`) are
+ * never shared. Each execution gets a MessagePort of its own for heartbeats,
+ * progress, usage and `cancel`; the host applies the same claim rules as for
+ * processes — a message must name the live claim with its fence — and the
+ * same heartbeat watchdog. A thread that exceeds its heap limit, throws
+ * uncaught or exits is replaced by piscina; its claim ends `budget` (over an
+ * rssMb limit) or `lost`.
+ *
+ * What a thread does not bound: Buffers and ArrayBuffers live outside the JS
+ * heap, and CPU time is not measurable per thread — nodes with `cpuMs` or
+ * `rssMb` budgets run in processes unless they ask for a thread.
+ */
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { Piscina } from 'piscina';
+import { WorkerMessageSchema, type ExecutionResult, type TaskOf } from '../../protocol/ipc.js';
+import { ExecutionMeter } from '../budget/meter.js';
+import type { DistributiveOmit, ExecutionOutcome, ExecutionRequest, Pool, PoolStats, WorkerSpec } from './execution.js';
+
+export interface ThreadPoolOptions {
+  /** The thread entry file (compiled `worker/thread-entry.js`). */
+  entry: string;
+  maxThreads: number;
+  idleMs: number;
+  heartbeatMs: number;
+  heartbeatTimeoutMs: number;
+  killGraceMs: number;
+  sampleMs: number;
+  logger: Logger;
+}
+
+interface ThreadClaim {
+  executionId: string;
+  fence: number;
+  settled: boolean;
+  lastHeartbeatAt: number;
+  request: ExecutionRequest;
+  meter: ExecutionMeter;
+  port: MessagePort;
+  /** Aborting terminates the thread (piscina replaces it). */
+  terminate: AbortController;
+  running: Promise<unknown>;
+  resolve(outcome: DistributiveOmit<ExecutionOutcome, 'durationMs'>): void;
+  cleanup(): void;
+}
+
+export class ThreadPool implements Pool {
+  readonly #options: ThreadPoolOptions;
+  readonly #pools = new Map<string, Piscina>();
+  readonly #claims = new Map<string, ThreadClaim>();
+  #watchdog: NodeJS.Timeout | undefined;
+  #closing: Promise<void> | undefined;
+  #stats = { workersStarted: 0, refusedMessages: 0, lostClaims: 0 };
+
+  constructor(options: ThreadPoolOptions) {
+    this.#options = options;
+  }
+
+  stats(): PoolStats {
+    let alive = 0;
+    for (const pool of this.#pools.values()) alive += pool.threads.length;
+    return { ...this.#stats, workersAlive: alive, busy: this.#claims.size };
+  }
+
+  #pool(spec: WorkerSpec): Piscina {
+    let pool = this.#pools.get(spec.key);
+    if (pool === undefined) {
+      pool = new Piscina({
+        filename: this.#options.entry,
+        minThreads: 0,
+        maxThreads: this.#options.maxThreads,
+        idleTimeout: this.#options.idleMs,
+        env: spec.env,
+        atomics: 'async',
+        ...(spec.heapMb === undefined
+          ? {}
+          : { resourceLimits: { maxOldGenerationSizeMb: spec.heapMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(4, Math.floor(spec.heapMb / 8))) } }),
+      });
+      pool.on('workerCreate', () => {
+        this.#stats.workersStarted += 1;
+      });
+      pool.on('error', (err: Error) => this.#options.logger.warn({ err: err.message }, 'thread pool error'));
+      this.#pools.set(spec.key, pool);
+    }
+    return pool;
+  }
+
+  /** Run one script execution in a thread. Never rejects: every way it can end is an outcome. */
+  execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
+    const started = performance.now();
+    if (request.signal.aborted) return Promise.resolve({ status: 'aborted', reason: request.signal.reason, durationMs: 0 });
+    if (this.#closing !== undefined) return Promise.resolve({ status: 'aborted', reason: 'shutdown', durationMs: 0 });
+    if (request.task.kind !== 'script') {
+      return Promise.resolve({ status: 'error', durationMs: 0, result: { type: 'error', code: 'EXECUTOR_FAILED', message: `a ${request.task.kind} task cannot run in a thread` } });
+    }
+    const task: TaskOf<'script'> = request.task;
+    const pool = this.#pool(request.worker);
+    return new Promise<ExecutionOutcome>((resolve) => {
+      const { port1, port2 } = new MessageChannel();
+      const terminate = new AbortController();
+      const onAbort = (): void => this.#stopClaim(claim, { status: 'aborted', reason: request.signal.reason }, true);
+      const deadline = setTimeout(() => this.#stopClaim(claim, { status: 'timeout' }, true), request.timeoutMs);
+      const meter = new ExecutionMeter({
+        execution: request.limits.execution,
+        run: request.limits.run,
+        sampleMs: this.#options.sampleMs,
+        onBreach: (breach) => this.#stopClaim(claim, { status: 'budget', breach }, true),
+      });
+      const claim: ThreadClaim = {
+        executionId: request.executionId,
+        fence: request.fence,
+        settled: false,
+        lastHeartbeatAt: Date.now(),
+        request,
+        meter,
+        port: port1,
+        terminate,
+        running: Promise.resolve(),
+        resolve: (outcome) => {
+          const m = meter.measured();
+          resolve({ ...outcome, durationMs: performance.now() - started, measured: { cpuMs: 0, peakRssMb: 0, tokensIn: m.tokensIn, tokensOut: m.tokensOut, costUsd: m.costUsd } } as ExecutionOutcome);
+        },
+        cleanup: () => {
+          clearTimeout(deadline);
+          meter.stop();
+          request.signal.removeEventListener('abort', onAbort);
+          this.#claims.delete(request.executionId);
+          this.#armWatchdog();
+        },
+      };
+      port1.on('message', (raw: unknown) => this.#onMessage(claim, raw));
+      this.#claims.set(request.executionId, claim);
+      request.signal.addEventListener('abort', onAbort, { once: true });
+      this.#armWatchdog();
+      meter.start();
+      claim.running = pool
+        .run({ executionId: request.executionId, fence: request.fence, heartbeatMs: this.#options.heartbeatMs, task, port: port2 }, { transferList: [port2], signal: terminate.signal })
+        .then(
+          (result: ExecutionResult) => {
+            if (claim.settled) {
+              this.#refuse(claim, 'result');
+              return;
+            }
+            claim.settled = true;
+            claim.cleanup();
+            port1.close();
+            claim.resolve(result.type === 'ok' ? { status: 'ok', result } : { status: 'error', result });
+          },
+          (err: Error & { code?: string }) => {
+            if (claim.settled) return; // stopped by us: the outcome is already decided
+            const heapMb = request.worker.heapMb;
+            if (err.code === 'ERR_WORKER_OUT_OF_MEMORY' && heapMb !== undefined) {
+              this.#settle(claim, { status: 'budget', breach: { limit: 'rssMb', limitValue: heapMb, measured: heapMb, scope: request.limits.execution.rssMb === heapMb ? 'execution' : 'run' } });
+              return;
+            }
+            this.#stats.lostClaims += 1;
+            this.#settle(claim, { status: 'lost', reason: 'worker_lost', message: `the thread running it failed: ${err.code ?? ''} ${err.message}`.replace('  ', ' ') });
+          },
+        );
+    });
+  }
+
+  #settle(claim: ThreadClaim, outcome: DistributiveOmit<ExecutionOutcome, 'durationMs'>): void {
+    claim.settled = true;
+    claim.cleanup();
+    claim.port.close();
+    claim.resolve(outcome);
+  }
+
+  #refuse(claim: ThreadClaim, type: string): void {
+    this.#stats.refusedMessages += 1;
+    this.#options.logger.warn({ executionId: claim.executionId, type }, 'message from a settled thread execution refused');
+  }
+
+  #onMessage(claim: ThreadClaim, raw: unknown): void {
+    const parsed = WorkerMessageSchema.safeParse(raw);
+    if (!parsed.success || parsed.data.type === 'ready' || parsed.data.type === 'result') {
+      this.#refuse(claim, 'invalid');
+      return;
+    }
+    const message = parsed.data;
+    if (claim.settled || message.executionId !== claim.executionId || message.fence !== claim.fence) {
+      this.#refuse(claim, message.type);
+      return;
+    }
+    claim.lastHeartbeatAt = Date.now();
+    if (message.type === 'progress') claim.request.onProgress?.(message.stream, message.text);
+    else if (message.type === 'usage') claim.meter.addUsage(message);
+  }
+
+  /**
+   * Settle a claim with a failure outcome. Cooperatively first when `graceful`
+   * (the script's signal fires), then — past `killGraceMs`, or at once — the
+   * thread is terminated. The outcome is delivered once the task has ended.
+   */
+  #stopClaim(claim: ThreadClaim, outcome: DistributiveOmit<ExecutionOutcome, 'durationMs'>, graceful: boolean): void {
+    if (claim.settled) return;
+    claim.settled = true;
+    claim.cleanup();
+    if (outcome.status === 'lost') this.#stats.lostClaims += 1;
+    if (graceful) {
+      claim.port.postMessage({ type: 'cancel', reason: outcome.status === 'timeout' ? 'timeout' : 'cancelled' });
+      const kill = setTimeout(() => claim.terminate.abort('killed'), this.#options.killGraceMs);
+      void claim.running.finally(() => clearTimeout(kill));
+    } else claim.terminate.abort('killed');
+    void claim.running.finally(() => {
+      claim.port.close();
+      claim.resolve(outcome);
+    });
+  }
+
+  #armWatchdog(): void {
+    if (this.#claims.size === 0) {
+      if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
+      this.#watchdog = undefined;
+      return;
+    }
+    if (this.#watchdog !== undefined) return;
+    const every = Math.max(10, Math.min(this.#options.heartbeatMs, Math.floor(this.#options.heartbeatTimeoutMs / 4)));
+    this.#watchdog = setInterval(() => {
+      const now = Date.now();
+      for (const claim of [...this.#claims.values()]) {
+        const silentMs = now - claim.lastHeartbeatAt;
+        if (!claim.settled && silentMs > this.#options.heartbeatTimeoutMs) {
+          this.#stopClaim(claim, { status: 'lost', reason: 'heartbeat_timeout', message: `the thread sent no heartbeat for ${silentMs} ms (timeout ${this.#options.heartbeatTimeoutMs} ms)` }, false);
+        }
+      }
+    }, every);
+    this.#watchdog.unref();
+  }
+
+  /** Stop every thread (in-flight executions end `aborted`). Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const claims = [...this.#claims.values()];
+      for (const claim of claims) this.#stopClaim(claim, { status: 'aborted', reason: 'shutdown' }, true);
+      await Promise.allSettled(claims.map((c) => c.running));
+      await Promise.allSettled([...this.#pools.values()].map((p) => p.destroy()));
+      if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
+    })();
+    return this.#closing;
+  }
+}
