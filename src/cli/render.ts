@@ -1,5 +1,7 @@
 /** Human-readable output of the CLI: one line per event, the run sheet, tables. */
-import type { RunEvent } from '../protocol/events.js';
+import { BUDGET_LIMITS, type Budget, type BudgetLimit } from '../protocol/budget.js';
+import type { RunEvent, Usage } from '../protocol/events.js';
+import type { WorkflowSpec } from '../protocol/spec.js';
 import type { RunRecord } from '../protocol/record.js';
 import type { LeaseRecord, ListedRun } from '../store/run-store.js';
 
@@ -84,8 +86,26 @@ export function formatList(runs: ListedRun[]): string {
   );
 }
 
+const money = (n: number): string => `$${n.toFixed(4)}`;
+
+/** `costUsd $0.9000 of $1.0000 · wallMs 1.2 s of 10.0 s (over)`: a run's usage against each of its limits. */
+export function formatRunBudget(budget: Budget, usage: Usage): string {
+  const used: Record<BudgetLimit, number> = { wallMs: usage.durationMs, cpuMs: usage.cpuMs, rssMb: usage.peakRssMb, tokens: usage.tokensIn + usage.tokensOut, costUsd: usage.costUsd };
+  const show = (limit: BudgetLimit, n: number): string => (limit === 'costUsd' ? money(n) : limit === 'rssMb' ? `${Math.round(n)} MB` : limit === 'tokens' ? String(n) : formatMs(n));
+  return BUDGET_LIMITS.filter((l) => budget[l] !== undefined)
+    .map((l) => `${l} ${show(l, used[l])} of ${show(l, budget[l]!)}${used[l] > budget[l]! ? ' (over)' : ''}`)
+    .join(' · ');
+}
+
+/** `wallMs 400 ms · rssMb 256 MB`: the limits of each execution. */
+export function formatBudget(budget: Budget): string {
+  return BUDGET_LIMITS.filter((l) => budget[l] !== undefined)
+    .map((l) => `${l} ${l === 'costUsd' ? money(budget[l]!) : l === 'rssMb' ? `${budget[l]} MB` : l === 'tokens' ? String(budget[l]) : `${budget[l]} ms`}`)
+    .join(' · ');
+}
+
 /** The run sheet printed by `show`. */
-export function formatRun(record: RunRecord, lease: LeaseRecord | undefined, live: boolean, location: string | undefined, evidencePath: string | undefined): string {
+export function formatRun(record: RunRecord, spec: WorkflowSpec, lease: LeaseRecord | undefined, live: boolean, location: string | undefined, evidencePath: string | undefined): string {
   const lines: string[] = [];
   const row = (label: string, value: string): void => {
     lines.push(`${pad(label, 10)} ${value}`);
@@ -101,6 +121,9 @@ export function formatRun(record: RunRecord, lease: LeaseRecord | undefined, liv
   row('owner', lease === undefined ? 'none' : `pid ${lease.pid} on ${lease.host} (${live ? 'live' : 'stale'}, fence ${lease.fence})`);
   const u = record.usage;
   row('usage', `${u.executions} executions · ${formatMs(u.durationMs)} · cpu ${formatMs(u.cpuMs)}${u.tokensIn + u.tokensOut > 0 ? ` · ${u.tokensIn + u.tokensOut} tokens` : ''}${u.costUsd > 0 ? ` · $${u.costUsd.toFixed(4)}` : ''}`);
+  if (u.peakRssMb > 0) lines[lines.length - 1] += ` · peak ${Math.round(u.peakRssMb)} MB`;
+  if (spec.budget !== undefined) row('budget', `run: ${formatRunBudget(spec.budget, u)}`);
+  if (spec.executionBudget !== undefined) row(spec.budget === undefined ? 'budget' : '', `per execution: ${formatBudget(spec.executionBudget)}`);
   if (record.gate !== undefined) row('gate', `${record.gate.node}: ${record.gate.prompt}`);
   if (record.pendingSteers.length > 0) row('steers', `${record.pendingSteers.length} waiting for the next agent node`);
   if (evidencePath !== undefined) row('evidence', evidencePath);

@@ -56,21 +56,30 @@ export function specPolicyIssues(spec: WorkflowSpec, bound: EffectivePolicy, at 
     if (node.isolation === 'thread') {
       const policy = effectivePolicy(bound, spec.policy, node.policy);
       if (restrictsFs(policy)) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot hold a fs policy (Node's permission model is per process); run it in a 'process'" });
-      if (policy.childProcesses) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot hold the processes it starts; with childProcesses allowed, run it in a 'process'" });
+      const children = childProcessesSetting(bound, spec.policy, node.policy);
+      if (children === false) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot deny child processes (Node's permission model is per process); run it in a 'process'" });
+      if (children === true) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot stop the processes it starts with it; a script that starts processes runs in a 'process'" });
     }
   });
   return issues;
 }
 
+/** Whether some level decides `childProcesses` (the ceiling only when it denies them), and how. */
+export function childProcessesSetting(ceiling: EffectivePolicy, spec: Policy | undefined, node: Policy | undefined): boolean | undefined {
+  return node?.childProcesses ?? spec?.childProcesses ?? (ceiling.childProcesses ? undefined : false);
+}
+
 /**
  * Where an execution runs: the node's `isolation` if set; a `script` runs in a
- * thread unless its budget limits CPU or memory, its policy limits the file
- * system, or it may start processes — then in a process, like everything else.
+ * thread unless its budget limits CPU or memory, or its policy limits the file
+ * system or decides on child processes — none of which a thread can hold, as
+ * Node's permission model and process accounting are per process. Everything
+ * else runs in a process.
  */
-export function isolationOf(node: WorkflowNode, budget: Budget, policy: EffectivePolicy): 'process' | 'thread' {
+export function isolationOf(node: WorkflowNode, budget: Budget, policy: EffectivePolicy, children: boolean | undefined): 'process' | 'thread' {
   if (isExec(node) && node.isolation !== undefined) return node.isolation;
   if (node.kind !== 'script') return 'process';
-  if (budget.cpuMs !== undefined || budget.rssMb !== undefined || restrictsFs(policy) || policy.childProcesses) return 'process';
+  if (budget.cpuMs !== undefined || budget.rssMb !== undefined || restrictsFs(policy) || children !== undefined) return 'process';
   return 'thread';
 }
 
@@ -90,9 +99,10 @@ const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'
  * threads only if `childProcesses`.
  */
 export function permissionFlags(policy: EffectivePolicy, moduleFile: string): string[] {
-  const list = (paths: readonly string[]): string => (paths.includes('/') ? '*' : paths.join(','));
-  const flags = ['--experimental-permission', '--disable-warning=ExperimentalWarning', `--allow-fs-read=${list(policy.fs.read.includes('/') ? ['/'] : [PACKAGE_ROOT, moduleFile, ...policy.fs.read])}`];
-  if (policy.fs.write.length > 0) flags.push(`--allow-fs-write=${list(policy.fs.write)}`);
+  // One flag per path: Node 20.20 no longer takes comma-separated lists.
+  const each = (flag: string, paths: readonly string[]): string[] => (paths.includes('/') ? [`${flag}=*`] : paths.map((p) => `${flag}=${p}`));
+  const flags = ['--experimental-permission', '--disable-warning=ExperimentalWarning', ...each('--allow-fs-read', policy.fs.read.includes('/') ? ['/'] : [PACKAGE_ROOT, moduleFile, ...policy.fs.read])];
+  flags.push(...each('--allow-fs-write', policy.fs.write));
   if (policy.childProcesses) flags.push('--allow-child-process', '--allow-worker');
   return flags;
 }

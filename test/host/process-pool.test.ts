@@ -30,7 +30,7 @@ const request = (id: string, signal = new AbortController().signal): ExecutionRe
   task,
   worker,
   commands: ['*'],
-  limits: { execution: {}, run: {} },
+  limits: { execution: {}, run: {}, runUsed: { wallMs: 0, cpuMs: 0, rssMb: 0, tokens: 0, costUsd: 0 } },
   timeoutMs: 10_000,
   signal,
 });

@@ -41,7 +41,7 @@ export function registerReadCommands(program: Command): void {
           return;
         }
         const evidence = run.record.lastVerdict?.evidenceId === undefined ? undefined : host.store.locate(runId, `evidence/${run.record.lastVerdict.evidenceId}`);
-        out(formatRun(run.record, run.lease, live, host.store.locate(runId), evidence));
+        out(formatRun(run.record, run.spec, run.lease, live, host.store.locate(runId), evidence));
       });
     });
 

@@ -10,8 +10,8 @@
  *   resident sets. A thread shares its process, so neither is measured there.
  * - `tokens`, `costUsd`: summed from usage reports.
  *
- * The first limit exceeded — an execution limit, or what is left of a run
- * limit — is reported once through `onBreach`.
+ * The first limit exceeded — an execution limit, or a run limit by the run's
+ * total so far plus this execution — is reported once through `onBreach`.
  */
 import pidusage from 'pidusage';
 import type { Budget, BudgetLimit, Measured } from '../../protocol/budget.js';
@@ -29,8 +29,10 @@ export interface Breach {
 export interface MeterOptions {
   /** The execution's limits. */
   execution: Budget;
-  /** What is left of the run's limits when the execution starts. */
+  /** The run's limits. */
   run: Budget;
+  /** What the run had used before this execution (its totals; `rssMb` is not summed). */
+  runUsed: Measured;
   /** The worker process to sample, if the execution runs in one. */
   pid?: number;
   sampleMs: number;
@@ -136,7 +138,15 @@ export class ExecutionMeter {
     if (this.#breached) return;
     const measured = this.measured();
     const own = firstBreach(this.#options.execution, measured);
-    const run = own === undefined ? firstBreach(this.#options.run, measured) : undefined;
+    const before = this.#options.runUsed;
+    const runTotal: Measured = {
+      wallMs: before.wallMs + measured.wallMs,
+      cpuMs: before.cpuMs + measured.cpuMs,
+      rssMb: measured.rssMb,
+      tokens: before.tokens + measured.tokens,
+      costUsd: before.costUsd + measured.costUsd,
+    };
+    const run = own === undefined ? firstBreach(this.#options.run, runTotal) : undefined;
     const breach = own !== undefined ? { ...own, scope: 'execution' as const } : run !== undefined ? { ...run, scope: 'run' as const } : undefined;
     if (breach === undefined) return;
     this.#breached = true;

@@ -2,12 +2,12 @@
  * How a node's executions run: isolation, effective policy, budget, and the
  * worker that may take them — decided once per attempt and recorded with it.
  */
-import { mergeBudgets, type Budget } from '../../protocol/budget.js';
+import { mergeBudgets, type Budget, type Measured } from '../../protocol/budget.js';
 import type { Usage } from '../../protocol/events.js';
-import { effectivePolicy, pathCovered, type EffectivePolicy } from '../../protocol/policy.js';
+import { effectivePolicy, pathCovered, type EffectivePolicy, type Policy } from '../../protocol/policy.js';
 import type { WorkflowNode, WorkflowSpec } from '../../protocol/spec.js';
 import type { WorkerSpec } from '../pool/execution.js';
-import { isolationOf, workerSpec } from '../policy.js';
+import { childProcessesSetting, isolationOf, workerSpec } from '../policy.js';
 
 export interface ExecPlan {
   isolation: 'process' | 'thread';
@@ -18,23 +18,18 @@ export interface ExecPlan {
 }
 
 export function planExecution(node: WorkflowNode, spec: WorkflowSpec, ceiling: EffectivePolicy, hostBudget: Budget): ExecPlan {
-  const nodeFields = 'budget' in node || 'policy' in node ? (node as { budget?: Budget; policy?: import('../../protocol/policy.js').Policy }) : {};
-  const policy = effectivePolicy(ceiling, spec.policy, nodeFields.policy);
+  const nodeFields = 'budget' in node || 'policy' in node ? (node as { budget?: Budget; policy?: Policy }) : {};
+  const decided = effectivePolicy(ceiling, spec.policy, nodeFields.policy);
   const budget = mergeBudgets(nodeFields.budget, spec.executionBudget, hostBudget);
-  const isolation = isolationOf(node, budget, policy);
+  const isolation = isolationOf(node, budget, decided, childProcessesSetting(ceiling, spec.policy, nodeFields.policy));
+  // Recorded as it is held: a thread cannot deny child processes.
+  const policy = isolation === 'thread' ? { ...decided, childProcesses: true } : decided;
   return { isolation, policy, budget, worker: workerSpec(node, isolation, policy, budget, node.kind === 'script' ? node.module : undefined) };
 }
 
-/** What is left of a run's budget after `usage` (`rssMb` is a ceiling on every execution, not a sum). */
-export function remainingRunBudget(budget: Budget | undefined, usage: Usage): Budget {
-  const left: Budget = {};
-  if (budget === undefined) return left;
-  if (budget.wallMs !== undefined) left.wallMs = budget.wallMs - usage.durationMs;
-  if (budget.cpuMs !== undefined) left.cpuMs = budget.cpuMs - usage.cpuMs;
-  if (budget.tokens !== undefined) left.tokens = budget.tokens - usage.tokensIn - usage.tokensOut;
-  if (budget.costUsd !== undefined) left.costUsd = budget.costUsd - usage.costUsd;
-  if (budget.rssMb !== undefined) left.rssMb = budget.rssMb;
-  return left;
+/** A run's usage as the figures budgets compare. */
+export function runUsed(usage: Usage): Measured {
+  return { wallMs: usage.durationMs, cpuMs: usage.cpuMs, rssMb: usage.peakRssMb, tokens: usage.tokensIn + usage.tokensOut, costUsd: usage.costUsd };
 }
 
 /** The run limit already used up, if one is: the run cannot start another execution. */

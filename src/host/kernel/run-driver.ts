@@ -33,7 +33,7 @@ import type { SecretMap } from '../spec-loader.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { lossEvents, resultEvents, type SettleContext } from './attempt-events.js';
 import { controlEvent, ending, recheckedEnding } from './decisions.js';
-import { cwdRefusal, exhaustedRunLimit, planExecution, remainingRunBudget, type ExecPlan } from './exec-plan.js';
+import { cwdRefusal, exhaustedRunLimit, planExecution, runUsed, type ExecPlan } from './exec-plan.js';
 import { digestScope, plannedExecutions, runNodeAttempt, verifierTimeoutMs, type ExecutingNode } from './node-attempt.js';
 
 export type StopReason = 'cancel' | 'interrupt' | 'superseded';
@@ -481,7 +481,7 @@ export class RunDriver {
         task,
         worker: plan.worker,
         commands: plan.policy.commands,
-        limits: { execution: plan.budget, run: remainingRunBudget(this.#spec.budget, this.#record.usage) },
+        limits: { execution: plan.budget, run: this.#spec.budget ?? {}, runUsed: runUsed(this.#record.usage) },
         timeoutMs,
         signal,
         onProgress: (stream, text) => {

@@ -2,7 +2,7 @@
  * What both pools take and give: one execution request, and the one outcome
  * it ends in.
  */
-import type { Budget } from '../../protocol/budget.js';
+import type { Budget, Measured } from '../../protocol/budget.js';
 import type { ExecutionResult, Task } from '../../protocol/ipc.js';
 import type { Breach } from '../budget/meter.js';
 
@@ -26,8 +26,8 @@ export interface ExecutionRequest {
   worker: WorkerSpec;
   /** The executables the task may start (`*`: any). */
   commands: string[];
-  /** The execution's limits, and what is left of the run's. */
-  limits: { execution: Budget; run: Budget };
+  /** The execution's limits, the run's, and what the run had used before this execution. */
+  limits: { execution: Budget; run: Budget; runUsed: Measured };
   timeoutMs: number;
   /** Aborting stops the execution (its worker is stopped) and yields `aborted`. */
   signal: AbortSignal;

@@ -91,6 +91,7 @@ export class ProcessPool implements Pool {
       const meter = new ExecutionMeter({
         execution: request.limits.execution,
         run: request.limits.run,
+        runUsed: request.limits.runUsed,
         pid: worker.pid,
         sampleMs: this.#options.sampleMs,
         onBreach: (breach) => this.#stopClaim(claim, { status: 'budget', breach }, this.#options.killGraceMs),

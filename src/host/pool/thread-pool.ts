@@ -107,6 +107,7 @@ export class ThreadPool implements Pool {
       const meter = new ExecutionMeter({
         execution: request.limits.execution,
         run: request.limits.run,
+        runUsed: request.limits.runUsed,
         sampleMs: this.#options.sampleMs,
         onBreach: (breach) => this.#stopClaim(claim, { status: 'budget', breach }, true),
       });
