@@ -20,6 +20,8 @@ export const HostOptionsSchema = z.strictObject({
   home: z.string().min(1).optional(),
   /** Executions running at once across all runs. @default CPU count × 2 */
   maxConcurrent: z.number().int().min(1).max(10_000).optional(),
+  /** Executions of one run at once (fan-out members). @default maxConcurrent */
+  maxConcurrentPerRun: z.number().int().min(1).max(10_000).optional(),
   /** How often a worker heartbeats while executing. @default 1000 */
   heartbeatMs: ms(10, 60_000).optional(),
   /** A worker silent for this long is lost: killed, and its claim re-queued. @default 10000 */
@@ -113,6 +115,7 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
   const compiled: Required<HostOptions> = {
     home,
     maxConcurrent: merged.maxConcurrent ?? availableParallelism() * 2,
+    maxConcurrentPerRun: merged.maxConcurrentPerRun ?? merged.maxConcurrent ?? availableParallelism() * 2,
     heartbeatMs,
     heartbeatTimeoutMs: merged.heartbeatTimeoutMs ?? Math.max(10_000, heartbeatMs * 3),
     killGraceMs: merged.killGraceMs ?? 5000,

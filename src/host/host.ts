@@ -107,7 +107,7 @@ export class Host {
     this.owner = currentOwner(`owner-${randomUUID()}`);
     this.store = new FileRunStore({ home: options.home, leaseTtlMs: options.leaseTtlMs, logger });
     this.#ceiling = compileCeiling(options.policy);
-    this.#schedulers = { process: new Scheduler(options.maxConcurrent), thread: new Scheduler(options.maxThreads) };
+    this.#schedulers = { process: new Scheduler(options.maxConcurrent, options.maxConcurrentPerRun), thread: new Scheduler(options.maxThreads, options.maxConcurrentPerRun) };
     this.#leases = new LeaseKeeper(this.store, options.leaseRenewMs, logger);
     this.#pools = {
       process: new ProcessPool({

@@ -1,8 +1,9 @@
 /**
  * The claim queue: a bound on executions running at once, shared fairly
- * between runs. Waiting executions queue per run, and a freed slot goes to the
- * next run in round-robin order, so one run with a hundred fan-out members
- * cannot starve twenty runs with one node each.
+ * between runs, with an optional bound per run. Waiting executions queue per
+ * run, and a freed slot goes to the next run in round-robin order that is
+ * under its own bound, so one run with a hundred fan-out members cannot starve
+ * twenty runs with one node each.
  */
 
 interface Waiter {
@@ -12,12 +13,16 @@ interface Waiter {
 
 export class Scheduler {
   readonly #max: number;
+  readonly #maxPerRun: number;
   #running = 0;
+  readonly #runningByRun = new Map<string, number>();
   /** Per-run FIFO queues; Map order is the round-robin order (a served run moves to the back). */
   readonly #queues = new Map<string, Waiter[]>();
 
-  constructor(maxConcurrent: number) {
+  /** @param maxPerRun executions of one run at once. @default maxConcurrent */
+  constructor(maxConcurrent: number, maxPerRun = maxConcurrent) {
     this.#max = maxConcurrent;
+    this.#maxPerRun = maxPerRun;
   }
 
   /** Executions holding a slot, and executions waiting for one. */
@@ -33,9 +38,9 @@ export class Scheduler {
    */
   acquire(runId: string, signal: AbortSignal): Promise<() => void> {
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (this.#running < this.#max && this.#queues.size === 0) {
-      this.#running += 1;
-      return Promise.resolve(this.#releaser());
+    if (this.#running < this.#max && this.#queues.size === 0 && (this.#runningByRun.get(runId) ?? 0) < this.#maxPerRun) {
+      this.#take(runId);
+      return Promise.resolve(this.#releaser(runId));
     }
     return new Promise((resolve, reject) => {
       const onAbort = (): void => {
@@ -62,26 +67,41 @@ export class Scheduler {
     });
   }
 
-  #releaser(): () => void {
+  #take(runId: string): void {
+    this.#running += 1;
+    this.#runningByRun.set(runId, (this.#runningByRun.get(runId) ?? 0) + 1);
+  }
+
+  #releaser(runId: string): () => void {
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.#running -= 1;
+      const left = (this.#runningByRun.get(runId) ?? 1) - 1;
+      if (left === 0) this.#runningByRun.delete(runId);
+      else this.#runningByRun.set(runId, left);
       this.#drain();
     };
   }
 
   #drain(): void {
     while (this.#running < this.#max) {
-      const next = this.#queues.entries().next();
-      if (next.done === true) return;
-      const [runId, queue] = next.value;
+      // The first run in ring order that is under its own bound.
+      let served: string | undefined;
+      for (const [runId] of this.#queues) {
+        if ((this.#runningByRun.get(runId) ?? 0) < this.#maxPerRun) {
+          served = runId;
+          break;
+        }
+      }
+      if (served === undefined) return;
+      const queue = this.#queues.get(served)!;
       const waiter = queue.shift()!;
-      this.#queues.delete(runId);
-      if (queue.length > 0) this.#queues.set(runId, queue); // to the back of the ring
-      this.#running += 1;
-      waiter.grant(this.#releaser());
+      this.#queues.delete(served);
+      if (queue.length > 0) this.#queues.set(served, queue); // to the back of the ring
+      this.#take(served);
+      waiter.grant(this.#releaser(served));
     }
   }
 }

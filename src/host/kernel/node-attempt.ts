@@ -3,6 +3,7 @@
  * `fanout`): the executions it needs, built as worker tasks and dispatched.
  * The kernel never does node work itself; everything here goes to a worker.
  */
+import { setMaxListeners } from 'node:events';
 import { resolve } from 'node:path';
 import type { DigestScope, Task, TaskOf } from '../../protocol/ipc.js';
 import { executionId } from '../../protocol/ids.js';
@@ -117,6 +118,7 @@ function agentTask(
 async function runFanout(node: NodeOf<'fanout'>, nodeIndex: number, cwd: string, ctx: AttemptContext): Promise<AttemptOutcome> {
   // A member lost or stopped makes the whole attempt so: stop the siblings rather than wait for them.
   const siblings = new AbortController();
+  setMaxListeners(0, siblings.signal);
   const onAbort = (): void => siblings.abort(ctx.signal.reason);
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   const memberCtx = { ...ctx, signal: siblings.signal };

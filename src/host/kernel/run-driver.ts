@@ -13,6 +13,7 @@
  * resumable), `superseded` (the lease was lost: no more writes at all).
  */
 import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { childRunId as makeChildRunId } from '../../protocol/ids.js';
 import { RunwardenError } from '../../protocol/errors.js';
@@ -119,6 +120,8 @@ export class RunDriver {
     this.#record = init.record;
     this.#secrets = init.secrets;
     this.#controlsOnly = init.controlsOnly ?? false;
+    // Every execution of the run (a fan-out may have hundreds) listens on this signal.
+    setMaxListeners(0, this.#abort.signal);
   }
 
   get runId(): string {
