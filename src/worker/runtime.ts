@@ -14,12 +14,7 @@
  * whole group with it.
  */
 import { IPC_VERSION, HostMessageSchema, type ExecutionResult, type HostMessage, type Task, type WorkerMessage } from '../protocol/ipc.js';
-import { executeAgent } from './executors/agent.js';
-import { executeCommand } from './executors/command.js';
 import type { ExecutorContext } from './executors/context.js';
-import { workspaceDigest } from './executors/digest.js';
-import { executeScript } from './executors/script.js';
-import { executeVerify } from './executors/verify.js';
 import { ProgressBatcher } from './output-capture.js';
 import { usageReport } from './usage.js';
 
@@ -152,16 +147,20 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
   post({ v: IPC_VERSION, type: 'ready', pid: process.pid });
 }
 
+/**
+ * Executors are loaded on first use: a worker that only runs scripts never
+ * loads execa or simple-git, and every worker says `ready` sooner.
+ */
 async function runTask(task: Task, ctx: ExecutorContext): Promise<ExecutionResult> {
   switch (task.kind) {
     case 'command':
-      return executeCommand(task, ctx);
+      return (await import('./executors/command.js')).executeCommand(task, ctx);
     case 'agent':
-      return executeAgent(task, ctx);
+      return (await import('./executors/agent.js')).executeAgent(task, ctx);
     case 'verify':
-      return executeVerify(task, ctx);
+      return (await import('./executors/verify.js')).executeVerify(task, ctx);
     case 'script':
-      return executeScript(task, {
+      return (await import('./executors/script.js')).executeScript(task, {
         signal: ctx.signal,
         heartbeat: (progress) => {
           if (progress !== undefined) ctx.progress('log', `${progress}\n`);
@@ -170,7 +169,7 @@ async function runTask(task: Task, ctx: ExecutorContext): Promise<ExecutionResul
         log: (text) => ctx.progress('log', text),
       });
     case 'digest': {
-      const { digest } = await workspaceDigest(task.cwd, task.scope, ctx.signal);
+      const { digest } = await (await import('./executors/digest.js')).workspaceDigest(task.cwd, task.scope, ctx.signal);
       return { type: 'ok', output: digest ?? '', digest, usage: { cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 } };
     }
   }
