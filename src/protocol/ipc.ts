@@ -182,5 +182,8 @@ export const WorkerMessageSchema = z.discriminatedUnion('type', [
 ]);
 export type WorkerMessage = z.infer<typeof WorkerMessageSchema>;
 
-/** The messages a thread posts on its execution's port: the worker messages an execution sends, minus `ready` and `result`. */
+/** Marks the messages a runwarden thread posts to its parent port, so the pool knows them from anything a script might post. */
+export const THREAD_MESSAGE = '__runwarden';
+
+/** The messages a thread posts about its execution: the worker messages an execution sends, minus `ready` and `result`. */
 export type ThreadMessage = Extract<WorkerMessage, { type: 'heartbeat' | 'progress' | 'usage' }>;

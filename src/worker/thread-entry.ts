@@ -1,11 +1,13 @@
 /**
  * The worker-thread entry (run by piscina): one `script` execution per call.
- * The execution talks to the host over its own MessagePort — heartbeats every
- * `heartbeatMs`, progress, usage — and listens there for `cancel`. Past the
- * host's grace, a script that ignores its signal is terminated with its thread.
+ * A thread reports heartbeats, progress and usage to the host over its parent
+ * port (piscina hands them to the pool as `message` events), and hears
+ * `cancel` on the pool's broadcast channel — no channel is set up per
+ * execution. Past the host's grace, a script that ignores its signal is
+ * terminated with its thread.
  */
-import type { MessagePort } from 'node:worker_threads';
-import { IPC_VERSION, type ExecutionResult, type TaskOf, type ThreadMessage } from '../protocol/ipc.js';
+import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
+import { IPC_VERSION, THREAD_MESSAGE, type ExecutionResult, type TaskOf, type ThreadMessage } from '../protocol/ipc.js';
 import { executeScript } from './executors/script.js';
 import { ProgressBatcher } from './output-capture.js';
 import { usageReport } from './usage.js';
@@ -15,19 +17,32 @@ export interface ThreadCall {
   fence: number;
   heartbeatMs: number;
   task: TaskOf<'script'>;
-  port: MessagePort;
+}
+
+/** The data a pool starts its threads with. */
+export interface ThreadData {
+  /** Name of the pool's BroadcastChannel carrying `{ executionId, reason }` cancels. */
+  cancelChannel: string;
+}
+
+const running = new Map<string, AbortController>();
+const cancels = new BroadcastChannel((workerData as ThreadData).cancelChannel);
+cancels.onmessage = (event: unknown) => {
+  const { executionId, reason } = (event as { data: { executionId: string; reason: string } }).data;
+  running.get(executionId)?.abort(reason);
+};
+// The channel must not keep an idle thread alive.
+(cancels as unknown as { unref(): void }).unref();
+
+function post(message: ThreadMessage): void {
+  parentPort?.postMessage({ [THREAD_MESSAGE]: true, ...message });
 }
 
 export default async function runInThread(call: ThreadCall): Promise<ExecutionResult> {
-  const { port } = call;
   const ids = { executionId: call.executionId, fence: call.fence };
-  const post = (message: ThreadMessage): void => port.postMessage(message);
   const controller = new AbortController();
-  port.on('message', (m: { type?: string; reason?: string }) => {
-    if (m?.type === 'cancel') controller.abort(m.reason ?? 'cancelled');
-  });
+  running.set(call.executionId, controller);
   const heartbeat = setInterval(() => post({ v: IPC_VERSION, type: 'heartbeat', ...ids }), call.heartbeatMs);
-  post({ v: IPC_VERSION, type: 'heartbeat', ...ids });
   const batcher = new ProgressBatcher((stream, text) => post({ v: IPC_VERSION, type: 'progress', ...ids, stream, text: text.slice(-65_536) }));
   const tally = { tokensIn: 0, tokensOut: 0, costUsd: 0 };
   try {
@@ -49,6 +64,6 @@ export default async function runInThread(call: ThreadCall): Promise<ExecutionRe
   } finally {
     clearInterval(heartbeat);
     batcher.flush();
-    port.close();
+    running.delete(call.executionId);
   }
 }

@@ -3,10 +3,10 @@
  *
  * One piscina per worker key: threads with different environments or heap
  * limits (an `rssMb` budget becomes the thread's `maxOldGenerationSizeMb`) are
- * never shared. Each execution gets a MessagePort of its own for heartbeats,
- * progress, usage and `cancel`; the host applies the same claim rules as for
- * processes — a message must name the live claim with its fence — and the
- * same heartbeat watchdog. A thread that exceeds its heap limit, throws
+ * never shared. Threads post heartbeats, progress and usage to their parent
+ * port and hear `cancel` on the pool's broadcast channel; the host applies the
+ * same claim rules as for processes — a message must name the live claim with
+ * its fence — and the same heartbeat watchdog. A thread that exceeds its heap limit, throws
  * uncaught or exits is replaced by piscina; its claim ends `budget` (over an
  * rssMb limit) or `lost`.
  *
@@ -14,10 +14,11 @@
  * heap, and CPU time is not measurable per thread — nodes with `cpuMs` or
  * `rssMb` budgets run in processes unless they ask for a thread.
  */
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { randomUUID } from 'node:crypto';
+import { BroadcastChannel } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { Piscina } from 'piscina';
-import { WorkerMessageSchema, type ExecutionResult, type TaskOf } from '../../protocol/ipc.js';
+import { THREAD_MESSAGE, WorkerMessageSchema, type ExecutionResult, type TaskOf } from '../../protocol/ipc.js';
 import { ExecutionMeter } from '../budget/meter.js';
 import type { DistributiveOmit, ExecutionOutcome, ExecutionRequest, Pool, PoolStats, WorkerSpec } from './execution.js';
 
@@ -40,7 +41,6 @@ interface ThreadClaim {
   lastHeartbeatAt: number;
   request: ExecutionRequest;
   meter: ExecutionMeter;
-  port: MessagePort;
   /** Aborting terminates the thread (piscina replaces it). */
   terminate: AbortController;
   running: Promise<unknown>;
@@ -52,12 +52,15 @@ export class ThreadPool implements Pool {
   readonly #options: ThreadPoolOptions;
   readonly #pools = new Map<string, Piscina>();
   readonly #claims = new Map<string, ThreadClaim>();
+  readonly #cancelChannelName = `runwarden-cancel-${randomUUID()}`;
+  readonly #cancels = new BroadcastChannel(this.#cancelChannelName);
   #watchdog: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
   #stats = { workersStarted: 0, refusedMessages: 0, lostClaims: 0 };
 
   constructor(options: ThreadPoolOptions) {
     this.#options = options;
+    (this.#cancels as unknown as { unref(): void }).unref();
   }
 
   stats(): PoolStats {
@@ -76,6 +79,7 @@ export class ThreadPool implements Pool {
         idleTimeout: this.#options.idleMs,
         env: spec.env,
         atomics: 'async',
+        workerData: { cancelChannel: this.#cancelChannelName },
         ...(spec.heapMb === undefined
           ? {}
           : { resourceLimits: { maxOldGenerationSizeMb: spec.heapMb, maxYoungGenerationSizeMb: Math.min(64, Math.max(4, Math.floor(spec.heapMb / 8))) } }),
@@ -84,6 +88,7 @@ export class ThreadPool implements Pool {
         this.#stats.workersStarted += 1;
       });
       pool.on('error', (err: Error) => this.#options.logger.warn({ err: err.message }, 'thread pool error'));
+      pool.on('message', (raw: unknown) => this.#onMessage(raw));
       this.#pools.set(spec.key, pool);
     }
     return pool;
@@ -100,7 +105,6 @@ export class ThreadPool implements Pool {
     const task: TaskOf<'script'> = request.task;
     const pool = this.#pool(request.worker);
     return new Promise<ExecutionOutcome>((resolve) => {
-      const { port1, port2 } = new MessageChannel();
       const terminate = new AbortController();
       const onAbort = (): void => this.#stopClaim(claim, { status: 'aborted', reason: request.signal.reason }, true);
       const deadline = setTimeout(() => this.#stopClaim(claim, { status: 'timeout' }, true), request.timeoutMs);
@@ -118,7 +122,6 @@ export class ThreadPool implements Pool {
         lastHeartbeatAt: Date.now(),
         request,
         meter,
-        port: port1,
         terminate,
         running: Promise.resolve(),
         resolve: (outcome) => {
@@ -133,22 +136,20 @@ export class ThreadPool implements Pool {
           this.#armWatchdog();
         },
       };
-      port1.on('message', (raw: unknown) => this.#onMessage(claim, raw));
       this.#claims.set(request.executionId, claim);
       request.signal.addEventListener('abort', onAbort, { once: true });
       this.#armWatchdog();
       meter.start();
       claim.running = pool
-        .run({ executionId: request.executionId, fence: request.fence, heartbeatMs: this.#options.heartbeatMs, task, port: port2 }, { transferList: [port2], signal: terminate.signal })
+        .run({ executionId: request.executionId, fence: request.fence, heartbeatMs: this.#options.heartbeatMs, task }, { signal: terminate.signal })
         .then(
           (result: ExecutionResult) => {
             if (claim.settled) {
-              this.#refuse(claim, 'result');
+              this.#refuse(claim.executionId, 'result');
               return;
             }
             claim.settled = true;
             claim.cleanup();
-            port1.close();
             claim.resolve(result.type === 'ok' ? { status: 'ok', result } : { status: 'error', result });
           },
           (err: Error & { code?: string }) => {
@@ -168,24 +169,27 @@ export class ThreadPool implements Pool {
   #settle(claim: ThreadClaim, outcome: DistributiveOmit<ExecutionOutcome, 'durationMs'>): void {
     claim.settled = true;
     claim.cleanup();
-    claim.port.close();
     claim.resolve(outcome);
   }
 
-  #refuse(claim: ThreadClaim, type: string): void {
+  #refuse(executionId: string, type: string): void {
     this.#stats.refusedMessages += 1;
-    this.#options.logger.warn({ executionId: claim.executionId, type }, 'message from a settled thread execution refused');
+    this.#options.logger.warn({ executionId, type }, 'message from a settled or unknown thread execution refused');
   }
 
-  #onMessage(claim: ThreadClaim, raw: unknown): void {
-    const parsed = WorkerMessageSchema.safeParse(raw);
+  /** A thread's message: accepted only for a live claim with its fence. */
+  #onMessage(raw: unknown): void {
+    if (typeof raw !== 'object' || raw === null || !(THREAD_MESSAGE in raw)) return; // not ours: a script's own postMessage
+    const { [THREAD_MESSAGE]: _, ...body } = raw as Record<string, unknown>;
+    const parsed = WorkerMessageSchema.safeParse(body);
     if (!parsed.success || parsed.data.type === 'ready' || parsed.data.type === 'result') {
-      this.#refuse(claim, 'invalid');
+      this.#refuse(String(body.executionId), 'invalid');
       return;
     }
     const message = parsed.data;
-    if (claim.settled || message.executionId !== claim.executionId || message.fence !== claim.fence) {
-      this.#refuse(claim, message.type);
+    const claim = this.#claims.get(message.executionId);
+    if (claim === undefined || claim.settled || message.fence !== claim.fence) {
+      this.#refuse(message.executionId, message.type);
       return;
     }
     claim.lastHeartbeatAt = Date.now();
@@ -204,14 +208,11 @@ export class ThreadPool implements Pool {
     claim.cleanup();
     if (outcome.status === 'lost') this.#stats.lostClaims += 1;
     if (graceful) {
-      claim.port.postMessage({ type: 'cancel', reason: outcome.status === 'timeout' ? 'timeout' : 'cancelled' });
+      this.#cancels.postMessage({ executionId: claim.executionId, reason: outcome.status === 'timeout' ? 'timeout' : 'cancelled' });
       const kill = setTimeout(() => claim.terminate.abort('killed'), this.#options.killGraceMs);
       void claim.running.finally(() => clearTimeout(kill));
     } else claim.terminate.abort('killed');
-    void claim.running.finally(() => {
-      claim.port.close();
-      claim.resolve(outcome);
-    });
+    void claim.running.finally(() => claim.resolve(outcome));
   }
 
   #armWatchdog(): void {
@@ -242,6 +243,7 @@ export class ThreadPool implements Pool {
       await Promise.allSettled(claims.map((c) => c.running));
       await Promise.allSettled([...this.#pools.values()].map((p) => p.destroy()));
       if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
+      this.#cancels.close();
     })();
     return this.#closing;
   }

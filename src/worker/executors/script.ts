@@ -14,7 +14,7 @@
  * `ctx` is `{ input, signal, heartbeat(progress?), reportUsage(usage), log(...values), cwd, attempt }`.
  * Relative paths in the function resolve against the worker's directory: use `ctx.cwd`.
  */
-import { stat } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { format } from 'node:util';
 import { isJsonValue } from '../../protocol/fields.js';
@@ -49,7 +49,8 @@ export async function executeScript(task: TaskOf<'script'>, hooks: ScriptHooks):
   let mod: Record<string, unknown>;
   try {
     // A changed file is imported anew: warm workers must not run yesterday's code.
-    const { mtimeMs } = await stat(task.module);
+    // statSync: a worker runs one execution at a time, and an async stat costs a threadpool round trip per call.
+    const { mtimeMs } = statSync(task.module);
     mod = (await import(`${pathToFileURL(task.module).href}?mtime=${mtimeMs}`)) as Record<string, unknown>;
   } catch (err) {
     return failure(`cannot load module ${task.module}: ${(err as NodeJS.ErrnoException).code ?? ''} ${(err as Error).message}`.trim());
