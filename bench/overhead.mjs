@@ -54,7 +54,7 @@ const request = (task, worker) => ({ executionId: `bench/x/a${++seq}`, fence: 1,
 {
   const n = quick ? 300 : 3000;
   const threads = new ThreadPool({ entry: here('../dist/worker/thread-entry.js'), maxThreads: 1, idleMs: 60_000, ...common });
-  const worker = { key: 'bench-thread', env, execArgv: [] };
+  const worker = { key: 'bench-thread', env, programEnv: {}, execArgv: [] };
   const task = { kind: 'script', module: NOOP, export: 'default', cwd: process.cwd(), attempt: 1 };
   const bare = new Piscina({ filename: NOOP, minThreads: 1, maxThreads: 1, idleTimeout: 60_000 });
   await timeEach(50, () => threads.execute(request(task, worker)));
@@ -73,7 +73,7 @@ const request = (task, worker) => ({ executionId: `bench/x/a${++seq}`, fence: 1,
 {
   const n = quick ? 50 : 300;
   const pool = new ProcessPool({ workerEntry: here('../dist/worker/main.js'), idleMs: 60_000, startTimeoutMs: 10_000, recycleAfter: 1_000_000, minWarm: 0, ...common });
-  const worker = { key: 'bench-process', env, execArgv: [] };
+  const worker = { key: 'bench-process', env, programEnv: {}, execArgv: [] };
   const task = { kind: 'command', cmd: 'true', args: [], cwd: process.cwd() };
   await timeEach(10, () => pool.execute(request(task, worker)));
   await timeEach(10, () => execa('true'));
@@ -91,7 +91,7 @@ const request = (task, worker) => ({ executionId: `bench/x/a${++seq}`, fence: 1,
   const n = quick ? 5 : 25;
   const ours = await timeEach(n, async () => {
     const pool = new ProcessPool({ workerEntry: here('../dist/worker/main.js'), idleMs: 60_000, startTimeoutMs: 10_000, recycleAfter: 1, minWarm: 0, ...common });
-    const outcome = await pool.execute(request({ kind: 'command', cmd: 'true', args: [], cwd: process.cwd() }, { key: 'cold', env, execArgv: [] }));
+    const outcome = await pool.execute(request({ kind: 'command', cmd: 'true', args: [], cwd: process.cwd() }, { key: 'cold', env, programEnv: {}, execArgv: [] }));
     if (outcome.status !== 'ok') throw new Error(`cold execution: ${outcome.status}`);
     await pool.close();
   });

@@ -128,7 +128,8 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
     workerStartTimeoutMs: merged.workerStartTimeoutMs ?? 10_000,
     storeRetryMs: merged.storeRetryMs ?? 10_000,
     subflowMaxDepth: merged.subflowMaxDepth ?? 8,
-    policy: absolutePolicy(merged.policy ?? {}, process.cwd()),
+    // Relative ceiling paths mean the same from wherever a command runs: they resolve against the store home.
+    policy: absolutePolicy(merged.policy ?? {}, home),
     executionBudget: merged.executionBudget ?? {},
     maxThreads: merged.maxThreads ?? availableParallelism(),
     sampleMs: merged.sampleMs ?? 500,

@@ -28,6 +28,23 @@ function resolveCommand(command: string): string {
   }
 }
 
+const resolvedAllowLists = new Map<string, string[]>();
+
+/**
+ * The real paths of a policy's `commands`, resolved on the host's own PATH
+ * (`['*']` stays as is). Entries that resolve to nothing allow nothing.
+ */
+export function resolveAllowList(commands: readonly string[]): string[] {
+  if (commands.includes('*')) return ['*'];
+  const key = `${process.env.PATH ?? ''}\0${commands.join('\0')}`;
+  let list = resolvedAllowLists.get(key);
+  if (list === undefined) {
+    list = [...new Set(commands.map(resolveCommand).filter((p) => isAbsolute(p)))];
+    resolvedAllowLists.set(key, list);
+  }
+  return list;
+}
+
 /** Whether two command entries name the same executable on this host. */
 export function sameCommand(a: string, b: string): boolean {
   return a === b || resolveCommand(a) === resolveCommand(b);
@@ -49,10 +66,16 @@ export function specPolicyIssues(spec: WorkflowSpec, bound: EffectivePolicy, at 
   const field = (p: string): string => (at === '' ? p : `${at}.${p}`);
   const issues = spec.policy === undefined ? [] : policyProblems(spec.policy, bound, field('policy'), sameCommand);
   const specBound = narrow(bound, spec.policy);
+  spec.contract?.checks.forEach((check, k) => {
+    for (const name of Object.keys((check.type === 'command' ? check.env : undefined) ?? {})) {
+      if (!envCovered(specBound.env.allow, name)) issues.push({ path: field(`contract.checks[${k}].env.${name}`), message: `'${name}' may not be given to a program: the policy does not allow it (env.allow: ${specBound.env.allow.join(', ')})` });
+    }
+  });
   spec.nodes.forEach((node, i) => {
     if (node.kind === 'subflow' && typeof node.workflow === 'object') issues.push(...specPolicyIssues(node.workflow, specBound, field(`nodes[${i}].workflow`)));
     if (!isExec(node)) return;
     if (node.policy !== undefined) issues.push(...policyProblems(node.policy, specBound, field(`nodes[${i}].policy`), sameCommand));
+    issues.push(...envNameIssues(node, narrow(specBound, node.policy), field(`nodes[${i}]`)));
     if (node.isolation === 'thread') {
       const policy = effectivePolicy(bound, spec.policy, node.policy);
       if (restrictsFs(policy)) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot hold a fs policy (Node's permission model is per process); run it in a 'process'" });
@@ -61,6 +84,29 @@ export function specPolicyIssues(spec: WorkflowSpec, bound: EffectivePolicy, at 
       if (children === true) issues.push({ path: field(`nodes[${i}].isolation`), message: "a thread cannot stop the processes it starts with it; a script that starts processes runs in a 'process'" });
     }
   });
+  return issues;
+}
+
+/** Every variable a node gives its programs by name (its `env`, its checks' `env`, its engines' `env`) must be one the env policy allows, like `env.set`. */
+function envNameIssues(node: ExecNode, bound: EffectivePolicy, at: string): ValidationIssue[] {
+  const named: Array<[string, Record<string, string> | undefined]> = [];
+  if (node.kind === 'command') named.push([`${at}.env`, node.env]);
+  if (node.kind === 'agent') named.push([`${at}.customEngine.env`, node.customEngine?.env]);
+  if (node.kind === 'fanout') {
+    node.agents.forEach((m, j) => named.push([`${at}.agents[${j}].customEngine.env`, m.customEngine?.env]));
+    named.push([`${at}.synthesizer.customEngine.env`, node.synthesizer?.customEngine?.env]);
+  }
+  if (node.kind === 'verifier' && node.contract !== 'run') {
+    node.contract.checks.forEach((c, k) => {
+      if (c.type === 'command') named.push([`${at}.contract.checks[${k}].env`, c.env]);
+    });
+  }
+  const issues: ValidationIssue[] = [];
+  for (const [path, env] of named) {
+    for (const name of Object.keys(env ?? {})) {
+      if (!envCovered(bound.env.allow, name)) issues.push({ path: `${path}.${name}`, message: `'${name}' may not be given to a program: the policy does not allow it (env.allow: ${bound.env.allow.join(', ')})` });
+    }
+  }
   return issues;
 }
 
@@ -107,11 +153,32 @@ export function permissionFlags(policy: EffectivePolicy, moduleFile: string): st
   return flags;
 }
 
-/** How to start (or which warm worker may take) an execution. */
-export function workerSpec(node: WorkflowNode, isolation: 'process' | 'thread', policy: EffectivePolicy, budget: Budget, moduleFile?: string): WorkerSpec {
-  const env = workerEnv(policy);
+/**
+ * Variables that change how a program — above all a Node process — loads and
+ * runs: they never reach a worker process (they could inject code into it, or
+ * lift its permission flags), only the programs it starts.
+ */
+export const PROGRAM_ONLY_ENV: readonly string[] = ['NODE_OPTIONS', 'NODE_PATH', 'LD_PRELOAD', 'LD_AUDIT', 'LD_LIBRARY_PATH', 'DYLD_INSERT_LIBRARIES', 'DYLD_LIBRARY_PATH'];
+
+/** Split an environment into what a worker process may hold and what only its programs get. */
+export function splitProgramEnv(env: Record<string, string>): { worker: Record<string, string>; programs: Record<string, string> } {
+  const worker: Record<string, string> = {};
+  const programs: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) (PROGRAM_ONLY_ENV.includes(name) ? programs : worker)[name] = value;
+  return { worker, programs };
+}
+
+/**
+ * How to start (or which warm worker may take) an execution. A `script` runs
+ * user code inside its worker, so its workers are its run's own: they are
+ * never shared with another run, nor with runwarden's own work (commands,
+ * engines, verifiers), whose workers never run user code in-process.
+ */
+export function workerSpec(runId: string, node: WorkflowNode, isolation: 'process' | 'thread', policy: EffectivePolicy, budget: Budget, moduleFile?: string): WorkerSpec {
+  const { worker: env, programs } = splitProgramEnv(workerEnv(policy));
+  const owner = node.kind === 'script' ? `script:${runId}` : 'runtime';
   if (isolation === 'thread') {
-    const spec: WorkerSpec = { key: `thread:${policyFingerprint(policy)}:${budget.rssMb ?? '-'}`, env, execArgv: [] };
+    const spec: WorkerSpec = { key: `thread:${owner}:${policyFingerprint(policy)}:${budget.rssMb ?? '-'}`, env, programEnv: programs, execArgv: [] };
     if (budget.rssMb !== undefined) spec.heapMb = budget.rssMb;
     return spec;
   }
@@ -119,5 +186,5 @@ export function workerSpec(node: WorkflowNode, isolation: 'process' | 'thread', 
   const permissioned = node.kind === 'script' && moduleFile !== undefined && (restrictsFs(policy) || !policy.childProcesses);
   const execArgv = permissioned ? permissionFlags(policy, moduleFile) : [];
   const flagsKey = execArgv.length === 0 ? '-' : createHash('sha256').update(execArgv.join('\0')).digest('hex').slice(0, 12);
-  return { key: `process:${policyFingerprint(policy)}:${flagsKey}`, env, execArgv };
+  return { key: `process:${owner}:${policyFingerprint(policy)}:${flagsKey}`, env, programEnv: programs, execArgv };
 }

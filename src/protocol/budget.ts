@@ -60,9 +60,10 @@ export function firstBreach(budget: Budget, measured: Measured): { limit: Budget
 
 const UNITS: Record<BudgetLimit, string> = { wallMs: 'ms', cpuMs: 'ms', rssMb: 'MB', tokens: 'tokens', costUsd: 'USD' };
 
-/** `cpuMs 5012 ms > 5000 ms` */
+/** `cpuMs 5012 ms > 5000 ms`; a thread's heap limit: `rssMb: the thread ran out of its 64 MB heap`. */
 export function describeBreach(breach: { limit: BudgetLimit; limitValue: number; measured: number }): string {
   const unit = UNITS[breach.limit];
+  if (breach.limit === 'rssMb' && breach.measured === breach.limitValue) return `rssMb: it ran out of its ${breach.limitValue} MB heap`;
   const fmt = (n: number): string => (breach.limit === 'costUsd' ? n.toFixed(4) : String(Math.round(n)));
   return `${breach.limit} ${fmt(breach.measured)} ${unit} > ${fmt(breach.limitValue)} ${unit}`;
 }

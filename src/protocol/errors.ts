@@ -48,6 +48,7 @@ export const ERROR_CODES = {
   MAX_VISITS: 'A node was visited more than `maxNodeVisits` times.',
   REFUTED: "The run's last verdict failed: the contract does not hold.",
   CANCELLED: 'The run was cancelled.',
+  INTERNAL_ERROR: 'runwarden itself failed while driving the run (a bug); the run was failed so that it does not hang, and the log has the details.',
 } as const;
 
 /** A stable error code: the key of {@link ERROR_CODES}. */

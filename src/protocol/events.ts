@@ -129,8 +129,10 @@ export const RunEventSchema = z.discriminatedUnion('type', [
     attempt,
     reason: z.enum(['worker_lost', 'heartbeat_timeout', 'host_lost']),
     error: ErrorInfoSchema,
+    /** What the lost attempt was measured to use before it was lost: it counts toward the run's budget. */
+    usage: UsageSchema.optional(),
   }),
-  z.strictObject({ ...base, type: z.literal('node_interrupted'), node, attempt, reason: z.string() }),
+  z.strictObject({ ...base, type: z.literal('node_interrupted'), node, attempt, reason: z.string(), usage: UsageSchema.optional() }),
   z.strictObject({
     ...base,
     type: z.literal('node_succeeded'),
@@ -155,7 +157,7 @@ export const RunEventSchema = z.discriminatedUnion('type', [
     /** Where the run goes next; absent when the failure ends the run. */
     next: z.string().nullable().optional(),
   }),
-  z.strictObject({ ...base, type: z.literal('node_cancelled'), node, attempt: attempt.optional() }),
+  z.strictObject({ ...base, type: z.literal('node_cancelled'), node, attempt: attempt.optional(), usage: UsageSchema.optional() }),
   z.strictObject({
     ...base,
     type: z.literal('node_routed'),

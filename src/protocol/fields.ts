@@ -23,14 +23,20 @@ export const relativePath = nonEmpty.refine(
   'must be a relative path inside the run cwd (no leading / and no ..)',
 );
 
-/** Whether a value survives JSON: no functions, undefined, BigInt, non-finite numbers or cycles. */
+/**
+ * Whether a value survives JSON: no functions, BigInt, non-finite numbers or
+ * cycles. Object properties that are undefined are allowed (JSON leaves them out).
+ */
 export function isJsonValue(value: unknown, seen = new Set<object>()): boolean {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
   if (typeof value === 'number') return Number.isFinite(value);
   if (typeof value !== 'object') return false;
   if (seen.has(value)) return false;
   seen.add(value);
-  const ok = Array.isArray(value) ? value.every((v) => isJsonValue(v, seen)) : Object.getPrototypeOf(value) === Object.prototype && Object.values(value).every((v) => isJsonValue(v, seen));
+  const proto: unknown = Object.getPrototypeOf(value);
+  const ok = Array.isArray(value)
+    ? value.every((v) => isJsonValue(v, seen))
+    : (proto === Object.prototype || proto === null) && Object.values(value).every((v) => v === undefined || isJsonValue(v, seen));
   seen.delete(value);
   return ok;
 }

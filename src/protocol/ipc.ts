@@ -105,10 +105,10 @@ export const VerifyDataSchema = z.strictObject({
 export type VerifyData = z.infer<typeof VerifyDataSchema>;
 
 export const ExecutionUsageSchema = z.strictObject({
-  cpuMs: z.number().min(0),
-  tokensIn: z.number().min(0).default(0),
-  tokensOut: z.number().min(0).default(0),
-  costUsd: z.number().min(0).default(0),
+  cpuMs: z.number().min(0).max(1e12),
+  tokensIn: z.number().min(0).max(1e15).default(0),
+  tokensOut: z.number().min(0).max(1e15).default(0),
+  costUsd: z.number().min(0).max(1e12).default(0),
 });
 export type ExecutionUsage = z.infer<typeof ExecutionUsageSchema>;
 
@@ -145,8 +145,10 @@ export const HostMessageSchema = z.discriminatedUnion('type', [
     fence,
     /** How often the worker heartbeats while executing. */
     heartbeatMs: z.number().int().min(10),
-    /** The executables the task may start (`*`: any), checked against their resolved paths before spawning. */
+    /** The executables the task may start: `*`, or their resolved real paths (resolved by the host). */
     commands: z.array(z.string()),
+    /** Variables added to every program the task starts, but never to the worker itself (NODE_OPTIONS and the like). */
+    programEnv: env,
     task: TaskSchema,
   }),
   z.strictObject({ v, type: z.literal('cancel'), executionId, fence, reason: z.enum(['cancelled', 'timeout', 'shutdown']) }),
@@ -173,10 +175,10 @@ export const WorkerMessageSchema = z.discriminatedUnion('type', [
     type: z.literal('usage'),
     executionId,
     fence,
-    tokensIn: z.number().min(0),
-    tokensOut: z.number().min(0),
-    costUsd: z.number().min(0),
-    model: z.string().optional(),
+    tokensIn: z.number().min(0).max(1e9),
+    tokensOut: z.number().min(0).max(1e9),
+    costUsd: z.number().min(0).max(1e6),
+    model: z.string().max(200).optional(),
   }),
   z.strictObject({ v, type: z.literal('result'), executionId, fence, result: ResultSchema }),
 ]);

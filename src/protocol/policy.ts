@@ -29,7 +29,7 @@ const envPattern = z.string().regex(/^(\*|[A-Za-z_][A-Za-z0-9_]*\*?)$/, 'must be
 export const PolicySchema = z.strictObject({
   env: z.strictObject({ allow: z.array(envPattern).optional(), set: envMap.optional() }).optional(),
   fs: z.strictObject({ read: z.array(nonEmpty).optional(), write: z.array(nonEmpty).optional() }).optional(),
-  commands: z.array(nonEmpty).optional(),
+  commands: z.array(nonEmpty.refine((c) => c === '*' || !c.includes('/') || c.startsWith('/'), 'must be a program name, an absolute path, or * (a relative path would mean a different program in each directory)')).optional(),
   childProcesses: z.boolean().optional(),
 });
 export type Policy = z.infer<typeof PolicySchema>;

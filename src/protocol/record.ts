@@ -258,6 +258,10 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
       const node = nodeOf(record, event.node);
       const attempt = finishAttempt(record, event.node, event.attempt, event.type === 'node_requeued' ? 'lost' : 'interrupted', event.ts);
       if (event.type === 'node_requeued') attempt.error = event.error;
+      if (event.usage !== undefined) {
+        attempt.usage = event.usage;
+        addUsage(record.usage, event.usage);
+      }
       node.state = 'pending';
       node.resumeAs = event.type === 'node_requeued' ? 'requeue' : 'resume';
       returnSteers(record, attempt);
@@ -288,7 +292,13 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
     }
     case 'node_cancelled': {
       const node = nodeOf(record, event.node);
-      if (event.attempt !== undefined) finishAttempt(record, event.node, event.attempt, 'cancelled', event.ts);
+      if (event.attempt !== undefined) {
+        const attempt = finishAttempt(record, event.node, event.attempt, 'cancelled', event.ts);
+        if (event.usage !== undefined) {
+          attempt.usage = event.usage;
+          addUsage(record.usage, event.usage);
+        }
+      }
       node.state = 'cancelled';
       if (record.gate?.node === event.node) delete record.gate;
       return;

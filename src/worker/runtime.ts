@@ -120,6 +120,7 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
       killGraceMs,
       maxOutputBytes,
       commands: message.commands,
+      programEnv: message.programEnv,
       reportUsage: (u) => {
         const report = usageReport(u);
         tally.tokensIn += report.tokensIn;

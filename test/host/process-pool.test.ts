@@ -23,7 +23,7 @@ function pool(entry: string, extra: Partial<ConstructorParameters<typeof Process
 }
 
 const task = { kind: 'command' as const, cmd: 'true', args: [], cwd: '/' };
-const worker = { key: 'test', env: { PATH: process.env.PATH ?? '' }, execArgv: [] };
+const worker = { key: 'test', env: { PATH: process.env.PATH ?? '' }, programEnv: {}, execArgv: [] };
 const request = (id: string, signal = new AbortController().signal): ExecutionRequest => ({
   executionId: id,
   fence: 7,

@@ -46,7 +46,7 @@ export class ExecutionMeter {
   readonly #options: MeterOptions;
   readonly #started = performance.now();
   readonly #timers: NodeJS.Timeout[] = [];
-  #baselineCpuMs: number | undefined;
+  #baselineCpuMs: Promise<number | undefined> = Promise.resolve(undefined);
   readonly #descendantCpuMs = new Map<string, number>();
   #cpuMs = 0;
   #rssMb = 0;
@@ -67,6 +67,11 @@ export class ExecutionMeter {
    */
   start(): void {
     if (this.#options.pid !== undefined) {
+      // The worker's CPU so far is the baseline: it may have run other executions before this one.
+      this.#baselineCpuMs = pidusage(this.#options.pid, { maxage: PIDUSAGE_MAXAGE_MS }).then(
+        (s) => s.ctime,
+        () => undefined,
+      );
       const sampler = setInterval(() => void this.#sample(), this.#options.sampleMs);
       sampler.unref();
       this.#timers.push(sampler);
@@ -111,18 +116,16 @@ export class ExecutionMeter {
     try {
       const pids = [pid, ...(await descendants(pid))];
       const stats = await Promise.all(pids.map((p) => pidusage(p, { maxage: PIDUSAGE_MAXAGE_MS }).catch(() => undefined)));
+      const baseline = await this.#baselineCpuMs;
       let rssBytes = 0;
       stats.forEach((stat, i) => {
         if (stat === undefined) return;
         rssBytes += stat.memory;
-        if (pids[i] === pid) {
-          this.#baselineCpuMs ??= stat.ctime;
-          return;
-        }
+        if (pids[i] === pid) return;
         const key = `${pids[i]}@${Math.round(stat.timestamp - stat.elapsed)}`;
         this.#descendantCpuMs.set(key, Math.max(this.#descendantCpuMs.get(key) ?? 0, stat.ctime));
       });
-      const own = stats[0] === undefined || this.#baselineCpuMs === undefined ? 0 : stats[0].ctime - this.#baselineCpuMs;
+      const own = stats[0] === undefined || baseline === undefined ? 0 : stats[0].ctime - baseline;
       let children = 0;
       for (const ms of this.#descendantCpuMs.values()) children += ms;
       this.#cpuMs = Math.max(this.#cpuMs, own + children);
@@ -134,8 +137,28 @@ export class ExecutionMeter {
     this.#check();
   }
 
+  /**
+   * The last word, when the execution reports its result: the worker's own
+   * figures (its CPU, its usage tally) count where they exceed what sampling
+   * saw, so a limit crossed between samples is still a breach.
+   */
+  finalCheck(reported: { cpuMs: number; tokensIn: number; tokensOut: number; costUsd: number } | undefined): Breach | undefined {
+    if (this.#breached || reported === undefined) return undefined;
+    this.#cpuMs = Math.max(this.#cpuMs, reported.cpuMs);
+    this.#tokensIn = Math.max(this.#tokensIn, reported.tokensIn);
+    this.#tokensOut = Math.max(this.#tokensOut, reported.tokensOut);
+    this.#costUsd = Math.max(this.#costUsd, reported.costUsd);
+    return this.#evaluate();
+  }
+
   #check(): void {
-    if (this.#breached) return;
+    const breach = this.#evaluate();
+    if (breach !== undefined) this.#options.onBreach(breach);
+  }
+
+  /** The first limit exceeded, once: later calls return nothing. */
+  #evaluate(): Breach | undefined {
+    if (this.#breached) return undefined;
     const measured = this.measured();
     const own = firstBreach(this.#options.execution, measured);
     const before = this.#options.runUsed;
@@ -148,9 +171,9 @@ export class ExecutionMeter {
     };
     const run = own === undefined ? firstBreach(this.#options.run, runTotal) : undefined;
     const breach = own !== undefined ? { ...own, scope: 'execution' as const } : run !== undefined ? { ...run, scope: 'run' as const } : undefined;
-    if (breach === undefined) return;
+    if (breach === undefined) return undefined;
     this.#breached = true;
     this.stop();
-    this.#options.onBreach(breach);
+    return breach;
   }
 }

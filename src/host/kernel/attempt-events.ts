@@ -3,7 +3,7 @@
  * the events (and artifacts) of its result, its retry, its re-queue, or the
  * failure that ends the run.
  */
-import { OUTPUT_PREVIEW_CHARS, type ErrorInfo, type NewRunEvent, type OutputRef } from '../../protocol/events.js';
+import { OUTPUT_PREVIEW_CHARS, type ErrorInfo, type NewRunEvent, type OutputRef, type Usage } from '../../protocol/events.js';
 import type { RunRecord } from '../../protocol/record.js';
 import { followingNode, type WorkflowNode, type WorkflowSpec } from '../../protocol/spec.js';
 import type { Artifact } from '../../store/run-store.js';
@@ -28,11 +28,12 @@ export function failureEvents(spec: WorkflowSpec, node: WorkflowNode, failed: No
 }
 
 /** A lost claim: a re-queue while the node has re-queues left in this visit, else a failure (never retried). */
-export function lossEvents(ctx: SettleContext, node: WorkflowNode, attempt: number, reason: 'worker_lost' | 'heartbeat_timeout' | 'host_lost', error: ErrorInfo): NewRunEvent[] {
+export function lossEvents(ctx: SettleContext, node: WorkflowNode, attempt: number, reason: 'worker_lost' | 'heartbeat_timeout' | 'host_lost', error: ErrorInfo, usage?: Usage): NewRunEvent[] {
   const max = node.maxRequeues ?? ctx.maxRequeues;
-  if (ctx.record.nodes[node.id]!.requeues < max) return [{ type: 'node_requeued', node: node.id, attempt, reason, error }];
+  const measured = usage === undefined ? {} : { usage };
+  if (ctx.record.nodes[node.id]!.requeues < max) return [{ type: 'node_requeued', node: node.id, attempt, reason, error, ...measured }];
   const limit: ErrorInfo = { code: 'REQUEUE_LIMIT', message: `${node.id} lost its claim ${max + 1} times in one visit (maxRequeues ${max}); last: ${error.message}`, node: node.id };
-  return failureEvents(ctx.spec, node, { type: 'node_failed', node: node.id, attempt, durationMs: 0, error: limit }, limit);
+  return failureEvents(ctx.spec, node, { type: 'node_failed', node: node.id, attempt, durationMs: usage?.durationMs ?? 0, error: limit, ...measured }, limit);
 }
 
 /** Store an output as an artifact of the attempt and reference it. */

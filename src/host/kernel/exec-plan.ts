@@ -17,14 +17,14 @@ export interface ExecPlan {
   worker: WorkerSpec;
 }
 
-export function planExecution(node: WorkflowNode, spec: WorkflowSpec, ceiling: EffectivePolicy, hostBudget: Budget): ExecPlan {
+export function planExecution(runId: string, node: WorkflowNode, spec: WorkflowSpec, ceiling: EffectivePolicy, hostBudget: Budget): ExecPlan {
   const nodeFields = 'budget' in node || 'policy' in node ? (node as { budget?: Budget; policy?: Policy }) : {};
   const decided = effectivePolicy(ceiling, spec.policy, nodeFields.policy);
   const budget = mergeBudgets(nodeFields.budget, spec.executionBudget, hostBudget);
   const isolation = isolationOf(node, budget, decided, childProcessesSetting(ceiling, spec.policy, nodeFields.policy));
   // Recorded as it is held: a thread cannot deny child processes.
   const policy = isolation === 'thread' ? { ...decided, childProcesses: true } : decided;
-  return { isolation, policy, budget, worker: workerSpec(node, isolation, policy, budget, node.kind === 'script' ? node.module : undefined) };
+  return { isolation, policy, budget, worker: workerSpec(runId, node, isolation, policy, budget, node.kind === 'script' ? node.module : undefined) };
 }
 
 /** A run's usage as the figures budgets compare. */

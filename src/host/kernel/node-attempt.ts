@@ -140,17 +140,22 @@ async function runFanout(node: NodeOf<'fanout'>, nodeIndex: number, cwd: string,
     const failed = outcomes.filter((o) => o.outcome.kind === 'failed');
     const extraOutputs = outcomes.flatMap((o) => (o.outcome.kind === 'ok' ? [{ name: o.member, text: o.outcome.output }] : []));
     if (failed.length > 0) {
+      const members = failed.map((f) => f.outcome as Extract<AttemptOutcome, { kind: 'failed' }>);
+      // A member that breached the run's budget ends the run, with its own error; one that would fail again makes the node not worth retrying.
+      const fatal = members.find((m) => m.failsRun === true);
+      if (fatal !== undefined) return { ...fatal, usage, durationMs };
       return {
         kind: 'failed',
         error: {
           code: 'FANOUT_FAILED',
           node: node.id,
           message: `${failed.length} of ${outcomes.length} fan-out members failed: ${failed.map((f) => `${f.member} (${f.outcome.kind === 'failed' ? `${f.outcome.error.code}: ${f.outcome.error.message.slice(0, 300)}` : f.outcome.kind})`).join('; ')}`,
+          detail: { members: failed.map((f) => ({ name: f.member, code: f.outcome.kind === 'failed' ? f.outcome.error.code : f.outcome.kind })) },
         },
         usage,
         durationMs,
         output: joinOutputs(extraOutputs),
-        retryable: true,
+        retryable: members.every((m) => m.retryable),
       };
     }
     if (!node.synthesize) return { kind: 'ok', output: joinOutputs(extraOutputs), usage, durationMs, extraOutputs };

@@ -34,6 +34,7 @@ import type { SecretMap } from '../spec-loader.js';
 import type { AttemptOutcome } from './attempt-outcome.js';
 import { lossEvents, resultEvents, type SettleContext } from './attempt-events.js';
 import { controlEvent, ending, recheckedEnding } from './decisions.js';
+import { resolveAllowList } from '../policy.js';
 import { cwdRefusal, exhaustedRunLimit, planExecution, runUsed, type ExecPlan } from './exec-plan.js';
 import { digestScope, plannedExecutions, runNodeAttempt, verifierTimeoutMs, type ExecutingNode } from './node-attempt.js';
 
@@ -197,6 +198,16 @@ export class RunDriver {
         return this.#result(err.reason);
       }
       if (err instanceof RunwardenError && err.code === 'STORE_BLOCKED') return { ...this.#result('blocked'), error: err };
+      // A bug must not leave the run hanging: record it as the run's end, loudly.
+      this.#deps.logger.error({ runId: this.runId, err }, 'internal error while driving the run');
+      const message = `internal error: ${err instanceof Error ? err.message : String(err)}`.slice(0, 4000);
+      if (!this.#ended() && this.#stop !== 'superseded') {
+        const failed = await this.commit([{ type: 'run_state', state: 'failed', error: { code: 'INTERNAL_ERROR', message } }]).then(
+          () => true,
+          () => false,
+        );
+        if (failed) return this.#result(undefined);
+      }
       throw err;
     } finally {
       clearInterval(this.#inboxTimer);
@@ -433,7 +444,7 @@ export class RunDriver {
     }
     const next = await this.#nextAttempt(node);
     if (next === undefined) return;
-    const plan = planExecution(node, this.#spec, this.#deps.ceiling, this.#deps.hostBudget);
+    const plan = planExecution(this.runId, node, this.#spec, this.#deps.ceiling, this.#deps.hostBudget);
     const steers = node.kind === 'agent' || node.kind === 'fanout' ? this.#record.pendingSteers : [];
     const steer = steers.length === 0 ? undefined : steers.map((s) => s.text).join('\n\n');
     const started: NewRunEvent = {
@@ -483,7 +494,7 @@ export class RunDriver {
         fence: this.#guard.fence,
         task,
         worker: plan.worker,
-        commands: plan.policy.commands,
+        commands: resolveAllowList(plan.policy.commands),
         limits: { execution: plan.budget, run: this.#spec.budget ?? {}, runUsed: runUsed(this.#record.usage) },
         timeoutMs,
         signal,
@@ -506,15 +517,15 @@ export class RunDriver {
       const reason = this.#stop ?? 'interrupt';
       if (reason === 'superseded') throw new Stopped('superseded');
       if (reason === 'cancel') {
-        await this.commit([{ type: 'node_cancelled', node: node.id, attempt }, this.#cancelledState()]);
+        await this.commit([{ type: 'node_cancelled', node: node.id, attempt, usage: outcome.usage }, this.#cancelledState()]);
         return;
       }
-      await this.commit([{ type: 'node_interrupted', node: node.id, attempt, reason: 'the host is stopping' }]);
+      await this.commit([{ type: 'node_interrupted', node: node.id, attempt, reason: 'the host is stopping', usage: outcome.usage }]);
       throw new Stopped('interrupt');
     }
     if (outcome.kind === 'lost') {
       this.#deps.logger.warn({ runId: this.runId, node: node.id, attempt, reason: outcome.reason }, outcome.error.message);
-      await this.commit(lossEvents(this.#settleContext(), node, attempt, outcome.reason, outcome.error));
+      await this.commit(lossEvents(this.#settleContext(), node, attempt, outcome.reason, outcome.error, outcome.usage));
       return;
     }
     const { events, artifacts } = resultEvents(this.#settleContext(), node, attempt, visit, outcome);
@@ -588,7 +599,7 @@ export class RunDriver {
     if (end.digest !== null) {
       const task: Task = { kind: 'digest', cwd: end.verdictSpec.cwd ?? this.#record.cwd, scope: digestScope(end.verdictSpec, this.#deps.options.home) };
       // runwarden's own work: the run's policy for env and files, any command (it runs git).
-      const internal = planExecution({ id: '__finish', kind: 'verifier', contract: 'run' }, this.#spec, this.#deps.ceiling, {});
+      const internal = planExecution(this.runId, { id: '__finish', kind: 'verifier', contract: 'run' }, this.#spec, this.#deps.ceiling, {});
       const plan: ExecPlan = { ...internal, policy: { ...internal.policy, commands: ['*'] } };
       const outcome = await this.#dispatch(`${this.runId}/__finish/digest-${this.#record.seq}`, task, this.#deps.options.defaultTimeoutMs, this.#abort.signal, plan);
       if (outcome.status === 'aborted') throw new Stopped(this.#stop ?? 'interrupt');

@@ -10,8 +10,10 @@ import type { Breach } from '../budget/meter.js';
 export interface WorkerSpec {
   /** Isolation, policy fingerprint and permission mode: what makes two workers interchangeable. */
   key: string;
-  /** The worker's whole environment (already narrowed to the policy). */
+  /** The worker's whole environment (already narrowed to the policy; never NODE_OPTIONS and the like). */
   env: Record<string, string>;
+  /** Variables only the programs a worker starts get (NODE_OPTIONS, LD_PRELOAD, …). */
+  programEnv: Record<string, string>;
   /** Node flags of a worker process (the permission model for scripts). */
   execArgv: string[];
   /** A thread's heap limit (from an `rssMb` budget), in MB. */

@@ -129,6 +129,7 @@ export class ProcessPool implements Pool {
         fence: request.fence,
         heartbeatMs: this.#options.heartbeatMs,
         commands: request.commands,
+        programEnv: request.worker.programEnv,
         task: request.task,
       });
       if (!sent) this.#stopClaim(claim, { status: 'lost', reason: 'worker_lost', message: `worker ${worker.pid} closed its channel before dispatch` }, 0);
@@ -219,9 +220,14 @@ export class ProcessPool implements Pool {
         claim.meter.addUsage(message);
         return;
       case 'result': {
+        const result = message.result;
+        const breach = claim.meter.finalCheck(result.usage);
+        if (breach !== undefined) {
+          this.#stopClaim(claim, { status: 'budget', breach }, this.#options.killGraceMs);
+          return;
+        }
         claim.settled = true;
         claim.cleanup();
-        const result = message.result;
         claim.resolve(result.type === 'ok' ? { status: 'ok', result } : { status: 'error', result });
         this.#release(worker);
         return;

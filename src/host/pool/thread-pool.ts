@@ -148,9 +148,8 @@ export class ThreadPool implements Pool {
               this.#refuse(claim.executionId, 'result');
               return;
             }
-            claim.settled = true;
-            claim.cleanup();
-            claim.resolve(result.type === 'ok' ? { status: 'ok', result } : { status: 'error', result });
+            const breach = claim.meter.finalCheck(result.usage);
+            this.#settle(claim, breach !== undefined ? { status: 'budget', breach } : result.type === 'ok' ? { status: 'ok', result } : { status: 'error', result });
           },
           (err: Error & { code?: string }) => {
             if (claim.settled) return; // stopped by us: the outcome is already decided

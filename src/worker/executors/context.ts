@@ -8,8 +8,10 @@ export interface ExecutorContext {
   killGraceMs: number;
   /** How much output to keep per stream, in bytes. */
   maxOutputBytes: number;
-  /** The executables the task may start (`*`: any). */
+  /** The programs the task may start: `*`, or their real paths. */
   commands: readonly string[];
+  /** Variables every program gets and the worker itself does not (NODE_OPTIONS and the like). */
+  programEnv: Record<string, string>;
   /** Report usage (tokens, cost) while executing. */
   reportUsage(usage: { tokensIn?: number; tokensOut?: number; costUsd?: number; model?: string }): void;
 }

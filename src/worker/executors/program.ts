@@ -21,11 +21,12 @@ export interface ProgramRun {
 }
 
 export async function runProgram(program: ProgramRun, ctx: ExecutorContext): Promise<ExecutionResult> {
-  const refusal = commandRefusal(program.cmd, ctx.commands, program.cwd);
+  const env = { ...ctx.programEnv, ...program.env };
+  const refusal = commandRefusal(program.cmd, ctx.commands, program.cwd, { ...process.env, ...env });
   if (refusal !== undefined) return { type: 'error', code: 'POLICY_DENIED', message: `${program.label} was not started: ${refusal}` };
   const run = await runProcess(program.cmd, program.args, {
     cwd: program.cwd,
-    ...(program.env === undefined ? {} : { env: program.env }),
+    env,
     ...(program.input === undefined ? {} : { input: program.input }),
     signal: ctx.signal,
     killGraceMs: ctx.killGraceMs,

@@ -41,6 +41,9 @@ export interface ScriptContext {
 
 const usage = { cpuMs: 0, tokensIn: 0, tokensOut: 0, costUsd: 0 };
 
+/** The largest output a script may return, in characters of JSON (8 Mi). */
+export const MAX_SCRIPT_OUTPUT_CHARS = 8 * 1024 * 1024;
+
 function failure(message: string): ExecutionResult {
   return { type: 'error', code: 'SCRIPT_FAILED', message, usage };
 }
@@ -74,6 +77,10 @@ export async function executeScript(task: TaskOf<'script'>, hooks: ScriptHooks):
     return failure(`${task.export}() threw${e.code === undefined ? '' : ` ${e.code}`}: ${e.message ?? String(err)}${e.stack === undefined ? '' : `\n${e.stack.split('\n').slice(1, 6).join('\n')}`}`);
   }
   if (value === undefined) return { type: 'ok', output: '', usage };
-  if (!isJsonValue(value)) return failure(`${task.export}() returned a value that is not JSON (functions, undefined, BigInt, NaN and cycles are not)`);
-  return { type: 'ok', output: JSON.stringify(value), usage };
+  if (!isJsonValue(value)) return failure(`${task.export}() returned a value that is not JSON (functions, BigInt, NaN and cycles are not)`);
+  const output = JSON.stringify(value);
+  if (output.length > MAX_SCRIPT_OUTPUT_CHARS) {
+    return failure(`${task.export}() returned ${output.length} characters of JSON; the limit is ${MAX_SCRIPT_OUTPUT_CHARS} — write large results to a file and return its path`);
+  }
+  return { type: 'ok', output, usage };
 }

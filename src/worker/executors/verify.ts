@@ -47,13 +47,14 @@ export async function executeVerify(task: TaskOf<'verify'>, ctx: ExecutorContext
 
 async function commandCheck(check: Extract<Check, { type: 'command' }>, cwd: string, ctx: ExecutorContext): Promise<CheckResult> {
   const checkCwd = resolve(cwd, check.cwd ?? '.');
-  const refusal = commandRefusal(check.cmd, ctx.commands, checkCwd);
+  const env = { ...ctx.programEnv, ...check.env };
+  const refusal = commandRefusal(check.cmd, ctx.commands, checkCwd, { ...process.env, ...env });
   if (refusal !== undefined) {
     return { id: check.id ?? 'command', type: 'command', required: check.required, durationMs: 0, command: [check.cmd, ...check.args], passed: false, detail: `not started: ${refusal}`, exitCode: null };
   }
   const run = await runProcess(check.cmd, check.args, {
     cwd: checkCwd,
-    ...(check.env === undefined ? {} : { env: check.env }),
+    env,
     signal: ctx.signal,
     timeoutMs: check.timeoutMs,
     killGraceMs: ctx.killGraceMs,
