@@ -142,8 +142,10 @@ export class ProcessPool implements Pool {
       if (w.state !== 'idle') continue;
       if (w.idleTimer !== undefined) clearTimeout(w.idleTimer);
       w.idleTimer = undefined;
+      if (idle.length === 0) this.#idle.delete(spec.key);
       return w;
     }
+    this.#idle.delete(spec.key);
     const worker = this.#spawn(spec);
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -283,6 +285,7 @@ export class ProcessPool implements Pool {
       const list = this.#idle.get(key) ?? [];
       const at = list.indexOf(worker);
       if (at >= 0) list.splice(at, 1);
+      if (list.length === 0) this.#idle.delete(key);
       void worker.stop({ notify: true, graceMs: this.#options.killGraceMs });
     }, this.#options.idleMs);
     worker.idleTimer.unref();

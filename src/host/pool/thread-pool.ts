@@ -51,6 +51,8 @@ interface ThreadClaim {
 export class ThreadPool implements Pool {
   readonly #options: ThreadPoolOptions;
   readonly #pools = new Map<string, Piscina>();
+  /** When each pool last had work, for sweeping pools of runs that have ended. */
+  readonly #lastUsed = new Map<string, number>();
   readonly #claims = new Map<string, ThreadClaim>();
   readonly #cancelChannelName = `runwarden-cancel-${randomUUID()}`;
   readonly #cancels = new BroadcastChannel(this.#cancelChannelName);
@@ -69,7 +71,22 @@ export class ThreadPool implements Pool {
     return { ...this.#stats, workersAlive: alive, busy: this.#claims.size };
   }
 
+  /** Destroy pools nobody used for a while (script pools belong to one run each). */
+  #sweep(): void {
+    const now = Date.now();
+    for (const [key, last] of this.#lastUsed) {
+      const pool = this.#pools.get(key);
+      if (pool === undefined || now - last < this.#options.idleMs * 2) continue;
+      if ([...this.#claims.values()].some((c) => c.request.worker.key === key)) continue;
+      this.#pools.delete(key);
+      this.#lastUsed.delete(key);
+      void pool.destroy();
+    }
+  }
+
   #pool(spec: WorkerSpec): Piscina {
+    this.#sweep();
+    this.#lastUsed.set(spec.key, Date.now());
     let pool = this.#pools.get(spec.key);
     if (pool === undefined) {
       pool = new Piscina({
