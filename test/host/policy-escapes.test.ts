@@ -30,7 +30,7 @@ describe('regressions: a script cannot tamper with what runs after it', () => {
       };
       const a = await (await host.start({ spec: tampering })).done;
       expect(a.record).toMatchObject({ state: 'failed', outcome: 'refuted' });
-      expect(readFileSync(join(host.store.locate(a.record.runId, a.record.nodes.env!.attempts[0]!.output!.artifact)), 'utf8')).toBe('POISON=\n');
+      expect(readFileSync(host.store.locate(a.record.runId, a.record.nodes.env!.attempts[0]!.output!.artifact)!, 'utf8')).toBe('POISON=\n');
       const b = await (await host.start({ spec: { ...tampering, name: 'victim', nodes: [{ id: 'only', kind: 'command', cmd: 'sh', args: ['-c', 'echo "POISON=$POISON"'] }] } })).done;
       expect(b.record).toMatchObject({ state: 'failed', outcome: 'refuted' });
     } finally {
