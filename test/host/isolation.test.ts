@@ -61,6 +61,23 @@ describe('script nodes', () => {
   }
 });
 
+describe('a thread that throws uncaught', () => {
+  it('is replaced, and its claim re-queued within maxRequeues, then failed', async () => {
+    const home = makeHome({ maxRequeues: 1 });
+    const dir = tempDir();
+    const spec = writeSpec(dir, { name: 'crashing-thread', cwd: dir, nodes: [script('boom', 'echo.mjs', { export: 'crashesThread' }), { id: 'after', kind: 'command', cmd: 'true' }] });
+    const result = await cli(home, ['run', spec, '--id', 'ct', '--wait']);
+    expect(result.exitCode).toBe(1);
+    const record = readCheckpoint(home, 'ct');
+    expect(record.nodes.boom!.attempts.map((a) => [a.isolation, a.state, a.error?.code])).toEqual([
+      ['thread', 'lost', 'WORKER_LOST'],
+      ['thread', 'failed', 'REQUEUE_LIMIT'],
+    ]);
+    expect(record.nodes.boom!.attempts[0]!.error!.message).toContain('uncaught in the worker');
+    assertConsistent(home, 'ct');
+  });
+});
+
 describe('warm workers', () => {
   it('200 short scripts in threads and 50 in processes start far fewer workers than executions', async () => {
     const host = await Host.open({ home: makeHome(), logger: false, workerIdleMs: 30_000, maxThreads: 2 });
