@@ -16,7 +16,7 @@
 import { IPC_VERSION, HostMessageSchema, type ExecutionResult, type HostMessage, type Task, type WorkerMessage } from '../protocol/ipc.js';
 import type { ExecutorContext } from './executors/context.js';
 import { ProgressBatcher } from './output-capture.js';
-import { usageReport } from './usage.js';
+import { UsageTally } from './usage.js';
 
 export interface WorkerRuntimeOptions {
   /** Time between SIGTERM and SIGKILL for programs the worker starts. @default 5000 */
@@ -113,7 +113,7 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
     const heartbeat = setInterval(() => post({ v: IPC_VERSION, type: 'heartbeat', ...ids }), message.heartbeatMs);
     post({ v: IPC_VERSION, type: 'heartbeat', ...ids });
     const batcher = new ProgressBatcher((stream, text) => post({ v: IPC_VERSION, type: 'progress', ...ids, stream, text: text.slice(-65_536) }));
-    const tally = { tokensIn: 0, tokensOut: 0, costUsd: 0 };
+    const tally = new UsageTally();
     const ctx: ExecutorContext = {
       signal: running.controller.signal,
       progress: (stream, text) => batcher.push(stream, text),
@@ -122,11 +122,7 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
       commands: message.commands,
       programEnv: message.programEnv,
       reportUsage: (u) => {
-        const report = usageReport(u);
-        tally.tokensIn += report.tokensIn;
-        tally.tokensOut += report.tokensOut;
-        tally.costUsd += report.costUsd;
-        post({ v: IPC_VERSION, type: 'usage', ...ids, ...report });
+        post({ v: IPC_VERSION, type: 'usage', ...ids, ...tally.add(u) });
       },
     };
     const cpuBefore = process.cpuUsage();
@@ -141,7 +137,7 @@ export function startWorkerRuntime(options: WorkerRuntimeOptions = {}): void {
     }
     const cpu = process.cpuUsage(cpuBefore);
     const cpuMs = (cpu.user + cpu.system) / 1000;
-    const usage = { ...tally, cpuMs: (result.usage?.cpuMs ?? 0) + cpuMs };
+    const usage = { ...tally.totals(), cpuMs: (result.usage?.cpuMs ?? 0) + cpuMs };
     post({ v: IPC_VERSION, type: 'result', ...ids, result: { ...result, usage } });
   }
 

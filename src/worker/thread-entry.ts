@@ -10,7 +10,7 @@ import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import { IPC_VERSION, THREAD_MESSAGE, type ExecutionResult, type TaskOf, type ThreadMessage } from '../protocol/ipc.js';
 import { executeScript } from './executors/script.js';
 import { ProgressBatcher } from './output-capture.js';
-import { usageReport } from './usage.js';
+import { UsageTally } from './usage.js';
 
 export interface ThreadCall {
   executionId: string;
@@ -44,7 +44,7 @@ export default async function runInThread(call: ThreadCall): Promise<ExecutionRe
   running.set(call.executionId, controller);
   const heartbeat = setInterval(() => post({ v: IPC_VERSION, type: 'heartbeat', ...ids }), call.heartbeatMs);
   const batcher = new ProgressBatcher((stream, text) => post({ v: IPC_VERSION, type: 'progress', ...ids, stream, text: text.slice(-65_536) }));
-  const tally = { tokensIn: 0, tokensOut: 0, costUsd: 0 };
+  const tally = new UsageTally();
   try {
     const result = await executeScript(call.task, {
       signal: controller.signal,
@@ -52,15 +52,11 @@ export default async function runInThread(call: ThreadCall): Promise<ExecutionRe
         if (progress !== undefined) batcher.push('log', `${progress}\n`);
       },
       reportUsage: (u) => {
-        const report = usageReport(u);
-        tally.tokensIn += report.tokensIn;
-        tally.tokensOut += report.tokensOut;
-        tally.costUsd += report.costUsd;
-        post({ v: IPC_VERSION, type: 'usage', ...ids, ...report });
+        post({ v: IPC_VERSION, type: 'usage', ...ids, ...tally.add(u) });
       },
       log: (text) => batcher.push('log', text),
     });
-    return { ...result, usage: { ...tally, cpuMs: 0 } };
+    return { ...result, usage: { ...tally.totals(), cpuMs: 0 } };
   } finally {
     clearInterval(heartbeat);
     batcher.flush();

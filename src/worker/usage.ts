@@ -6,3 +6,23 @@ export function usageReport(u: { tokensIn?: unknown; tokensOut?: unknown; costUs
   if (typeof u.model === 'string' && u.model !== '') report.model = u.model.slice(0, 200);
   return report;
 }
+
+/** Usage reports of one execution, cleaned and summed. */
+export class UsageTally {
+  tokensIn = 0;
+  tokensOut = 0;
+  costUsd = 0;
+
+  /** Clean one report, add it, and return it (to send on to the host). */
+  add(u: Parameters<typeof usageReport>[0]): ReturnType<typeof usageReport> {
+    const report = usageReport(u);
+    this.tokensIn += report.tokensIn;
+    this.tokensOut += report.tokensOut;
+    this.costUsd += report.costUsd;
+    return report;
+  }
+
+  totals(): { tokensIn: number; tokensOut: number; costUsd: number } {
+    return { tokensIn: this.tokensIn, tokensOut: this.tokensOut, costUsd: this.costUsd };
+  }
+}

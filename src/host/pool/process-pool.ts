@@ -21,6 +21,7 @@
 import type { Logger } from 'pino';
 import { IPC_VERSION, type WorkerMessage } from '../../protocol/ipc.js';
 import { ExecutionMeter } from '../budget/meter.js';
+import { HeartbeatWatchdog } from './watchdog.js';
 import type { DistributiveOmit, ExecutionOutcome, ExecutionRequest, Pool, PoolStats, WorkerSpec } from './execution.js';
 import { WorkerProcess, type WorkerExit } from './worker-process.js';
 
@@ -60,12 +61,18 @@ export class ProcessPool implements Pool {
   readonly #workers = new Set<WorkerProcess>();
   readonly #idle = new Map<string, WorkerProcess[]>();
   readonly #keyOf = new WeakMap<WorkerProcess, string>();
-  #watchdog: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
+  readonly #watchdog: HeartbeatWatchdog<Claim>;
   #stats = { workersStarted: 0, refusedMessages: 0, lostClaims: 0 };
 
   constructor(options: ProcessPoolOptions) {
     this.#options = options;
+    this.#watchdog = new HeartbeatWatchdog({
+      heartbeatMs: options.heartbeatMs,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      claims: () => this.#claims.values(),
+      onSilent: (claim, silentMs) => this.#stopClaim(claim, { status: 'lost', reason: 'heartbeat_timeout', message: `worker ${claim.worker.pid} sent no heartbeat for ${silentMs} ms (timeout ${this.#options.heartbeatTimeoutMs} ms)` }, this.#options.killGraceMs),
+    });
   }
 
   stats(): PoolStats {
@@ -113,14 +120,14 @@ export class ProcessPool implements Pool {
           meter.stop();
           request.signal.removeEventListener('abort', onAbort);
           this.#claims.delete(request.executionId);
-          this.#armWatchdog();
+          this.#watchdog.update(this.#claims.size);
         },
       };
       this.#claims.set(request.executionId, claim);
       worker.state = 'busy';
       worker.executions += 1;
       request.signal.addEventListener('abort', onAbort, { once: true });
-      this.#armWatchdog();
+      this.#watchdog.update(this.#claims.size);
       meter.start();
       const sent = worker.send({
         v: IPC_VERSION,
@@ -291,32 +298,14 @@ export class ProcessPool implements Pool {
     worker.idleTimer.unref();
   }
 
-  #armWatchdog(): void {
-    if (this.#claims.size === 0) {
-      if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
-      this.#watchdog = undefined;
-      return;
-    }
-    if (this.#watchdog !== undefined) return;
-    const every = Math.max(10, Math.min(this.#options.heartbeatMs, Math.floor(this.#options.heartbeatTimeoutMs / 4)));
-    this.#watchdog = setInterval(() => {
-      const now = Date.now();
-      for (const claim of [...this.#claims.values()]) {
-        const silentMs = now - claim.lastHeartbeatAt;
-        if (!claim.settled && silentMs > this.#options.heartbeatTimeoutMs) {
-          this.#stopClaim(claim, { status: 'lost', reason: 'heartbeat_timeout', message: `worker ${claim.worker.pid} sent no heartbeat for ${silentMs} ms (timeout ${this.#options.heartbeatTimeoutMs} ms)` }, this.#options.killGraceMs);
-        }
-      }
-    }, every);
-    this.#watchdog.unref();
-  }
+
 
   /** Stop every worker (in-flight executions end `aborted`) and wait until all are gone. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       for (const claim of [...this.#claims.values()]) this.#stopClaim(claim, { status: 'aborted', reason: 'shutdown' }, this.#options.killGraceMs);
       await Promise.all([...this.#workers].map((w) => w.stop({ notify: true, graceMs: this.#options.killGraceMs })));
-      if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
+      this.#watchdog.stop();
     })();
     return this.#closing;
   }

@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import { Piscina } from 'piscina';
 import { THREAD_MESSAGE, WorkerMessageSchema, type ExecutionResult, type TaskOf } from '../../protocol/ipc.js';
 import { ExecutionMeter } from '../budget/meter.js';
+import { HeartbeatWatchdog } from './watchdog.js';
 import type { DistributiveOmit, ExecutionOutcome, ExecutionRequest, Pool, PoolStats, WorkerSpec } from './execution.js';
 
 export interface ThreadPoolOptions {
@@ -56,12 +57,18 @@ export class ThreadPool implements Pool {
   readonly #claims = new Map<string, ThreadClaim>();
   readonly #cancelChannelName = `runwarden-cancel-${randomUUID()}`;
   readonly #cancels = new BroadcastChannel(this.#cancelChannelName);
-  #watchdog: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
+  readonly #watchdog: HeartbeatWatchdog<ThreadClaim>;
   #stats = { workersStarted: 0, refusedMessages: 0, lostClaims: 0 };
 
   constructor(options: ThreadPoolOptions) {
     this.#options = options;
+    this.#watchdog = new HeartbeatWatchdog({
+      heartbeatMs: options.heartbeatMs,
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+      claims: () => this.#claims.values(),
+      onSilent: (claim, silentMs) => this.#stopClaim(claim, { status: 'lost', reason: 'heartbeat_timeout', message: `the thread sent no heartbeat for ${silentMs} ms (timeout ${this.#options.heartbeatTimeoutMs} ms)` }, false),
+    });
     (this.#cancels as unknown as { unref(): void }).unref();
   }
 
@@ -150,12 +157,12 @@ export class ThreadPool implements Pool {
           meter.stop();
           request.signal.removeEventListener('abort', onAbort);
           this.#claims.delete(request.executionId);
-          this.#armWatchdog();
+          this.#watchdog.update(this.#claims.size);
         },
       };
       this.#claims.set(request.executionId, claim);
       request.signal.addEventListener('abort', onAbort, { once: true });
-      this.#armWatchdog();
+      this.#watchdog.update(this.#claims.size);
       meter.start();
       claim.running = pool
         .run({ executionId: request.executionId, fence: request.fence, heartbeatMs: this.#options.heartbeatMs, task }, { signal: terminate.signal })
@@ -231,25 +238,7 @@ export class ThreadPool implements Pool {
     void claim.running.finally(() => claim.resolve(outcome));
   }
 
-  #armWatchdog(): void {
-    if (this.#claims.size === 0) {
-      if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
-      this.#watchdog = undefined;
-      return;
-    }
-    if (this.#watchdog !== undefined) return;
-    const every = Math.max(10, Math.min(this.#options.heartbeatMs, Math.floor(this.#options.heartbeatTimeoutMs / 4)));
-    this.#watchdog = setInterval(() => {
-      const now = Date.now();
-      for (const claim of [...this.#claims.values()]) {
-        const silentMs = now - claim.lastHeartbeatAt;
-        if (!claim.settled && silentMs > this.#options.heartbeatTimeoutMs) {
-          this.#stopClaim(claim, { status: 'lost', reason: 'heartbeat_timeout', message: `the thread sent no heartbeat for ${silentMs} ms (timeout ${this.#options.heartbeatTimeoutMs} ms)` }, false);
-        }
-      }
-    }, every);
-    this.#watchdog.unref();
-  }
+
 
   /** Stop every thread (in-flight executions end `aborted`). Idempotent. */
   close(): Promise<void> {
@@ -258,7 +247,7 @@ export class ThreadPool implements Pool {
       for (const claim of claims) this.#stopClaim(claim, { status: 'aborted', reason: 'shutdown' }, true);
       await Promise.allSettled(claims.map((c) => c.running));
       await Promise.allSettled([...this.#pools.values()].map((p) => p.destroy()));
-      if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
+      this.#watchdog.stop();
       this.#cancels.close();
     })();
     return this.#closing;
