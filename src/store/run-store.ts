@@ -108,9 +108,22 @@ export interface RunSummary {
 /** A run in a listing: its summary, or why it cannot be read. */
 export type ListedRun = RunSummary | { runId: string; unreadable: string };
 
+/** Which runs `list` returns. Filters combine with AND; a run that cannot be read passes only when no state, outcome, name or since filter is given. */
 export interface ListOptions {
   /** Include subflow child runs. @default false */
   includeChildren?: boolean;
+  /** Only runs in one of these states. */
+  state?: readonly RunState[];
+  /** Only runs with one of these outcomes. */
+  outcome?: readonly RunOutcome[];
+  /** Only runs of the spec with this name. */
+  name?: string;
+  /** Only runs updated at or after this ISO-8601 instant. */
+  since?: string;
+  /** Continue after this cursor (`cursorOf` the last run of the previous page); the order is newest first, then by run id. */
+  after?: string;
+  /** At most this many runs. */
+  limit?: number;
 }
 
 export interface RunStore {
@@ -143,7 +156,7 @@ export interface RunStore {
    * An owner checks this between commits so it learns of a takeover before its next write.
    */
   isCurrent(guard: RunGuard): Promise<boolean>;
-  /** Runs, newest first; a run that cannot be read is listed with the reason. */
+  /** Runs matching `options`, newest first; a run that cannot be read is listed with the reason. */
   list(options?: ListOptions): Promise<ListedRun[]>;
   /** Events with seq > `afterSeq`, in order. A torn last line is not returned. */
   readEvents(runId: string, afterSeq?: number): Promise<RunEvent[]>;

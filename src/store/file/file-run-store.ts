@@ -18,7 +18,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { join, normalize, sep } from 'node:path';
 import { LeaseHeldError, RunwardenError } from '../../protocol/errors.js';
-import { ControlRequestSchema, type RunEvent } from '../../protocol/events.js';
+import { ControlRequestSchema, TERMINAL_STATES, type RunEvent } from '../../protocol/events.js';
 import { assertRunId, runIdProblem } from '../../protocol/ids.js';
 import { applyEvents, replay, type RunRecord } from '../../protocol/record.js';
 import { parseWorkflowSpec, type WorkflowSpec } from '../../protocol/spec.js';
@@ -39,8 +39,10 @@ import type {
   RunStore,
   RunSummary,
 } from '../run-store.js';
+import { selectRuns } from '../run-query.js';
 import { eventLines, parseEventLines, readEventLines, repairTornTail } from './events-log.js';
 import { ensureDir, fsyncDir, isErrno, readIfExists, readJsonLoose, removeTree, writeFileAtomic, writeFileDurable } from './fsx.js';
+import { RunIndex, stampOf, type IndexedSummary } from './run-index.js';
 import { LockBusyError, RunGoneError, withRunLock } from './run-lock.js';
 import { applyPending, hasPendingTx, pendingRecord, stageAndPublish, type Checkpoint } from './tx.js';
 
@@ -74,9 +76,11 @@ export class FileRunStore implements RunStore {
   readonly #lockWaitMs: number;
   readonly #log: StoreLogger;
   readonly #specs = new Map<string, { incarnationId: string; spec: WorkflowSpec }>();
+  readonly #index: RunIndex;
 
   constructor(options: FileRunStoreOptions) {
     this.home = options.home;
+    this.#index = new RunIndex(options.home);
     this.runsDir = join(options.home, 'runs');
     this.#leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
     this.#lockWaitMs = options.lockWaitMs ?? 4000;
@@ -137,6 +141,7 @@ export class FileRunStore implements RunStore {
       await rmdir(creatingRoot).catch(() => undefined); // only when no other creator is using it
     }
     this.#specs.set(input.runId, { incarnationId, spec: input.spec });
+    await this.#indexRun(dir, record);
     return { guard: pickGuard(lease), record };
   }
 
@@ -227,6 +232,11 @@ export class FileRunStore implements RunStore {
     return join(this.#dir(runId), rel);
   }
 
+  /**
+   * Runs matching `options`, newest first. Reads the run index and one `stat`
+   * per run; only runs whose `run.json` moved since their index line (or that
+   * have none) are read, and their fresh lines are appended.
+   */
   async list(options: ListOptions = {}): Promise<ListedRun[]> {
     let names: string[];
     try {
@@ -235,23 +245,41 @@ export class FileRunStore implements RunStore {
       if (isErrno(err, 'ENOENT')) return [];
       throw storeFault(err, 'cannot list runs');
     }
+    names = names.filter((n) => !n.startsWith('.') && runIdProblem(n) === undefined);
+    const index = await this.#index.read().catch(() => ({ runs: new Map<string, IndexedSummary>(), lines: 0, bytes: 0 }));
+    const fresh: IndexedSummary[] = [];
     const listed: ListedRun[] = [];
-    for (const runId of names) {
-      if (runId.startsWith('.') || runIdProblem(runId) !== undefined) continue;
-      let record: RunRecord | undefined;
+    const live = new Map<string, IndexedSummary>();
+    await forEachLimit(names, 32, async (runId) => {
+      const dir = join(this.runsDir, runId);
+      const known = index.runs.get(runId);
       try {
-        record = await this.#summaryRecord(runId);
+        const st = await stat(join(dir, 'run.json')).catch((err: unknown) => {
+          if (isErrno(err, 'ENOENT', 'ENOTDIR')) return undefined;
+          throw err;
+        });
+        const stamp = st === undefined ? '' : stampOf(st);
+        let summary: IndexedSummary | undefined = known;
+        // A published batch not yet applied outranks run.json: only a run that can still change has one.
+        const current = known !== undefined && known.stamp === stamp && (TERMINAL_STATES.has(known.state) || !(await hasPendingTx(dir)));
+        if (!current) {
+          const record = await this.#summaryRecord(runId);
+          if (record === undefined) return; // deleted meanwhile
+          summary = { ...summarize(record), stamp };
+          fresh.push(summary);
+        }
+        if (summary === undefined) return;
+        live.set(runId, summary);
+        const { stamp: _stamp, ...plain } = summary;
+        listed.push(plain);
       } catch (err) {
         // A run that cannot be read is listed as such, never silently left out.
         listed.push({ runId, unreadable: (err as Error).message });
-        continue;
       }
-      if (record === undefined) continue;
-      if (record.parentRunId !== undefined && options.includeChildren !== true) continue;
-      listed.push(summarize(record));
-    }
-    const created = (r: ListedRun): string => ('createdAt' in r ? r.createdAt : '');
-    return listed.sort((a, b) => (created(a) < created(b) ? 1 : created(a) > created(b) ? -1 : a.runId < b.runId ? 1 : -1));
+    });
+    // A compaction writes every live line, fresh ones included; otherwise append the fresh ones.
+    if (!(await this.#index.maybeCompact(live, index.lines, index.bytes))) await this.#index.putMany(fresh);
+    return selectRuns(listed, options);
   }
 
   async #summaryRecord(runId: string): Promise<RunRecord | undefined> {
@@ -259,6 +287,16 @@ export class FileRunStore implements RunStore {
     const checkpoint = await readJsonLoose<Checkpoint>(join(dir, 'run.json'));
     if (checkpoint?.record?.runId === runId && !(await hasPendingTx(dir))) return checkpoint.record;
     return (await this.load(runId))?.record;
+  }
+
+  /** Append a run's summary to the index, stamped with the `run.json` it now has. Never throws. */
+  async #indexRun(dir: string, record: RunRecord): Promise<void> {
+    try {
+      const st = await stat(join(dir, 'run.json'));
+      await this.#index.put({ ...summarize(record), stamp: stampOf(st) });
+    } catch {
+      // the index is a cache; the next list re-reads this run
+    }
   }
 
   // ------------------------------------------------------------ leases
@@ -355,7 +393,9 @@ export class FileRunStore implements RunStore {
       } catch (err) {
         // Committed all the same: the next lock holder finishes the batch.
         this.#log.warn({ runId: guard.runId, err: (err as Error).message }, 'commit published but not yet applied');
+        return;
       }
+      await this.#indexRun(dir, batch.record);
     });
     return status === 'blocked' && published ? 'committed' : status;
   }
@@ -390,6 +430,7 @@ export class FileRunStore implements RunStore {
     });
     if (status === 'committed') {
       this.#specs.delete(guard.runId);
+      await this.#index.remove(guard.runId);
       await removeTree(aside);
     }
     return status;
@@ -477,6 +518,15 @@ function summarize(record: RunRecord): RunSummary {
   if (record.parentRunId !== undefined) summary.parentRunId = record.parentRunId;
   if (record.error !== undefined) summary.error = { code: record.error.code, message: record.error.message };
   return summary;
+}
+
+/** Run `fn` over `items`, at most `limit` at a time. */
+async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 async function exists(path: string): Promise<boolean> {
