@@ -16,6 +16,8 @@ export const err = (line: string): void => {
 /** Options every command inherits. */
 export interface Globals {
   home?: string;
+  /** `false` with `--no-daemon`: never go through a daemon. */
+  daemon?: boolean;
 }
 
 export const globals = (cmd: Command): Globals => cmd.optsWithGlobals() as Globals;

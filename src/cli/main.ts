@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { isRunwardenError, type ErrorCode } from '../protocol/errors.js';
 import { registerControlCommands } from './commands/control.js';
+import { registerDaemonCommands } from './commands/daemon.js';
 import { registerReadCommands } from './commands/read.js';
 import { registerStartCommands } from './commands/start.js';
 import { err, out } from './io.js';
@@ -29,6 +30,7 @@ const INPUT_ERRORS: ReadonlySet<ErrorCode> = new Set([
   'SPEC_MISMATCH',
   'CONTROL_REFUSED',
   'EVIDENCE_NOT_FOUND',
+  'TEMPLATE_NOT_FOUND',
 ]);
 
 export function buildProgram(): Command {
@@ -38,12 +40,14 @@ export function buildProgram(): Command {
     .description('A durable, multi-process supervisor for workflow runs.\nStore: $RUNWARDEN_HOME (default ~/.runwarden), or --home.')
     .version('0.1.0')
     .option('--home <dir>', 'store root (overrides $RUNWARDEN_HOME)')
+    .option('--no-daemon', 'never go through a daemon: use a host in this process even when a daemon runs')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   registerStartCommands(program);
   registerReadCommands(program);
   registerControlCommands(program);
+  registerDaemonCommands(program);
   return program;
 }
 /** Run the CLI; sets `process.exitCode`. */

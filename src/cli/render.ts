@@ -3,7 +3,7 @@ import { BUDGET_LIMITS, type Budget, type BudgetLimit } from '../protocol/budget
 import type { RunEvent, Usage } from '../protocol/events.js';
 import type { WorkflowSpec } from '../protocol/spec.js';
 import type { RunRecord } from '../protocol/record.js';
-import type { LeaseRecord, ListedRun } from '../store/run-store.js';
+import type { ListedRun } from '../store/run-store.js';
 
 export function formatMs(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -105,7 +105,7 @@ export function formatBudget(budget: Budget): string {
 }
 
 /** The run sheet printed by `show`. */
-export function formatRun(record: RunRecord, spec: WorkflowSpec, lease: LeaseRecord | undefined, live: boolean, location: string | undefined, evidencePath: string | undefined): string {
+export function formatRun(record: RunRecord, spec: WorkflowSpec, owner: { pid: number; host: string; live: boolean; fence: number } | null, location: string | undefined, evidencePath: string | undefined): string {
   const lines: string[] = [];
   const row = (label: string, value: string): void => {
     lines.push(`${pad(label, 10)} ${value}`);
@@ -118,7 +118,7 @@ export function formatRun(record: RunRecord, spec: WorkflowSpec, lease: LeaseRec
   row('created', record.createdAt);
   row('updated', record.updatedAt);
   if (record.cursor !== null && !['completed', 'failed', 'cancelled'].includes(record.state)) row('next', record.cursor);
-  row('owner', lease === undefined ? 'none' : `pid ${lease.pid} on ${lease.host} (${live ? 'live' : 'stale'}, fence ${lease.fence})`);
+  row('owner', owner === null ? 'none' : `pid ${owner.pid} on ${owner.host} (${owner.live ? 'live' : 'stale'}, fence ${owner.fence})`);
   const u = record.usage;
   row('usage', `${u.executions} executions · ${formatMs(u.durationMs)} · cpu ${formatMs(u.cpuMs)}${u.tokensIn + u.tokensOut > 0 ? ` · ${u.tokensIn + u.tokensOut} tokens` : ''}${u.costUsd > 0 ? ` · $${u.costUsd.toFixed(4)}` : ''}`);
   if (u.peakRssMb > 0) lines[lines.length - 1] += ` · peak ${Math.round(u.peakRssMb)} MB`;

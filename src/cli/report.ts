@@ -9,6 +9,8 @@ import { isRunwardenError } from '../protocol/errors.js';
 import { TERMINAL_STATES } from '../protocol/events.js';
 import type { RunEvent } from '../protocol/events.js';
 import type { RunRecord } from '../protocol/record.js';
+import { join } from 'node:path';
+import type { Client } from './client.js';
 import { err, out } from './io.js';
 import { formatEvent } from './render.js';
 
@@ -86,11 +88,50 @@ export async function waitAndReport(host: Host, handle: Awaited<ReturnType<Host[
 }
 
 function summarize(host: Host, record: RunRecord, stopped: string | undefined): void {
-  const ended = TERMINAL_STATES.has(record.state);
+  summary(record, host.store.locate(record.runId));
+  if (!TERMINAL_STATES.has(record.state)) out(`the run is not finished (${stopped ?? 'stopped'}); continue it with: runwarden resume ${record.runId}`);
+}
+
+function summary(record: RunRecord, location: string | null | undefined): void {
   out('');
   out(`run ${record.runId} ${record.state} · ${record.outcome}${record.outcomeReason !== undefined ? ` (${record.outcomeReason})` : ''}`);
   if (record.error !== undefined) out(`error: ${record.error.code}: ${record.error.message}`);
-  if (record.lastVerdict?.evidenceId !== undefined) out(`evidence: ${host.store.locate(record.runId, `evidence/${record.lastVerdict.evidenceId}`)}`);
-  if (!ended) out(`the run is not finished (${stopped ?? 'stopped'}); continue it with: runwarden resume ${record.runId}`);
+  if (record.lastVerdict?.evidenceId !== undefined && location != null) out(`evidence: ${join(location, 'evidence', record.lastVerdict.evidenceId)}`);
+}
+
+/**
+ * Follow a run the daemon drives: print its events until it ends, then the
+ * summary. Ctrl-C stops following only — the run goes on in the daemon.
+ * Returns the exit code.
+ */
+export async function followRemote(client: Client, runId: string, json: boolean): Promise<number> {
+  const abort = new AbortController();
+  let interrupted: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (interrupted !== undefined) process.exit(signal === 'SIGTERM' ? EXIT.terminated : EXIT.interrupted);
+    interrupted = signal;
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    for await (const event of client.events(runId, { follow: true, signal: abort.signal })) {
+      if (json) out(JSON.stringify(event));
+      else {
+        const line = formatEvent(event);
+        if (line !== undefined) out(line);
+      }
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  if (interrupted !== undefined) {
+    err(`stopped following; run ${runId} goes on in the daemon. Follow it again with: runwarden events ${runId} --follow  (or stop it: runwarden cancel ${runId})`);
+    return interrupted === 'SIGTERM' ? EXIT.terminated : EXIT.interrupted;
+  }
+  const { record, location } = await client.show(runId);
+  if (!json) summary(record, location);
+  return TERMINAL_STATES.has(record.state) ? exitCodeFor(record) : EXIT.failed;
 }
 

@@ -11,6 +11,7 @@ import { ValidationError } from '../protocol/errors.js';
 import { BudgetSchema } from '../protocol/budget.js';
 import { PolicySchema, absolutePolicy } from '../protocol/policy.js';
 import { zodIssues } from '../protocol/spec.js';
+import { DeliveryOptionsSchema, type DeliveryOptions } from './delivery/config.js';
 
 const ms = (min: number, max = 7 * 24 * 3_600_000) => z.number().int('must be an integer number of milliseconds').min(min).max(max);
 
@@ -63,12 +64,19 @@ export const HostOptionsSchema = z.strictObject({
   recycleAfter: z.number().int().min(1).max(1_000_000).optional(),
   /** pino level of the host log. @default 'info' */
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).optional(),
+  /** Where run events are delivered (webhook, command, file) and how obligations are retried. @default no sinks */
+  delivery: DeliveryOptionsSchema.optional(),
+  /** The daemon's TCP port on 127.0.0.1 (0: any free port). @default 7411 */
+  port: z.number().int().min(0).max(65_535).optional(),
+  /** How often the daemon looks for runs nobody drives (a dead owner, a released lease) and adopts them. @default 5000 */
+  adoptScanMs: ms(50, 3_600_000).optional(),
 });
 
-export type HostOptions = z.infer<typeof HostOptionsSchema>;
+/** Host options as given (defaults not yet applied). */
+export type HostOptions = z.input<typeof HostOptionsSchema>;
 
 /** Compiled, validated, frozen host options. */
-export type CompiledHostOptions = Readonly<Required<HostOptions>>;
+export type CompiledHostOptions = Readonly<Required<Omit<HostOptions, 'delivery'>> & { delivery: DeliveryOptions }>;
 
 /** The store home: the option, else `$RUNWARDEN_HOME`, else `~/.runwarden`. */
 export function resolveHome(home?: string): string {
@@ -112,7 +120,9 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
   /** Where a value came from, for errors: the config file or the options. */
   const source = (field: keyof HostOptions): string => (field in given ? 'host options' : join(home, 'config.json'));
   const heartbeatMs = merged.heartbeatMs ?? 1000;
-  const compiled: Required<HostOptions> = {
+  const delivery = DeliveryOptionsSchema.safeParse(merged.delivery ?? {});
+  if (!delivery.success) throw new ValidationError('CONFIG_INVALID', source('delivery'), zodIssues(delivery.error, 'delivery'));
+  const compiled: CompiledHostOptions = {
     home,
     maxConcurrent: merged.maxConcurrent ?? availableParallelism() * 2,
     maxConcurrentPerRun: merged.maxConcurrentPerRun ?? merged.maxConcurrent ?? availableParallelism() * 2,
@@ -136,6 +146,9 @@ export function compileHostOptions(options: HostOptions = {}): CompiledHostOptio
     minWarm: merged.minWarm ?? 0,
     recycleAfter: merged.recycleAfter ?? 100,
     logLevel: merged.logLevel ?? ((process.env.RUNWARDEN_LOG_LEVEL as HostOptions['logLevel']) || 'info'),
+    delivery: delivery.data,
+    port: merged.port ?? 7411,
+    adoptScanMs: merged.adoptScanMs ?? 5000,
   };
   if (compiled.heartbeatTimeoutMs <= compiled.heartbeatMs) {
     throw new ValidationError('CONFIG_INVALID', source('heartbeatTimeoutMs'), [

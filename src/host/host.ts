@@ -28,6 +28,9 @@ import { ThreadPool } from './pool/thread-pool.js';
 import { compileCeiling } from './policy.js';
 import type { EffectivePolicy } from '../protocol/policy.js';
 import { Scheduler } from './scheduler.js';
+import type { EvidenceBundle } from './kernel/evidence.js';
+import { Deliverer } from './delivery/deliverer.js';
+import { HostMetrics } from './metrics.js';
 import { childSecrets, loadSpec, sameDefinition, type SecretMap } from './spec-loader.js';
 
 /** How a host is opened: host options plus process-level wiring. */
@@ -36,6 +39,12 @@ export interface HostOpenOptions extends HostOptions {
   logger?: Logger | false;
   /** The worker entry file. @default the compiled `worker/main.js` of this package */
   workerEntry?: string;
+  /**
+   * Send delivery obligations from the moment the host opens, including those
+   * left by earlier hosts (a daemon does). @default false: sending starts when
+   * this host first drives a run
+   */
+  deliver?: boolean;
 }
 
 export interface StartOptions {
@@ -97,6 +106,10 @@ export class Host {
   readonly #leases: LeaseKeeper;
   readonly #drivers = new Map<string, { driver: RunDriver; done: Promise<DriveResult> }>();
   #closing: Promise<void> | undefined;
+  /** Sends delivery obligations to the configured sinks. */
+  readonly deliverer: Deliverer;
+  /** Prometheus metrics of this host. */
+  readonly metrics: HostMetrics;
 
   readonly #closeLog: () => Promise<void>;
 
@@ -109,6 +122,7 @@ export class Host {
     this.#ceiling = compileCeiling(options.policy);
     this.#schedulers = { process: new Scheduler(options.maxConcurrent, options.maxConcurrentPerRun), thread: new Scheduler(options.maxThreads, options.maxConcurrentPerRun) };
     this.#leases = new LeaseKeeper(this.store, options.leaseRenewMs, logger);
+    this.deliverer = new Deliverer({ home: options.home, store: this.store, owner: this.owner, options: options.delivery, logger, onSettled: (outcome, sink) => this.metrics.delivery(outcome, sink) });
     this.#pools = {
       process: new ProcessPool({
         workerEntry: workerEntries.process,
@@ -133,6 +147,13 @@ export class Host {
         logger,
       }),
     };
+    this.metrics = new HostMetrics({
+      store: this.store,
+      outbox: this.deliverer.outbox,
+      drivenRuns: () => this.#drivers.size,
+      schedulers: () => ({ process: this.#schedulers.process.stats(), thread: this.#schedulers.thread.stats() }),
+      pools: () => this.poolStats(),
+    });
   }
 
   /**
@@ -141,12 +162,31 @@ export class Host {
    * @example const host = await Host.open({ home: '/tmp/rw' }); const run = await host.start({ spec }); await run.done; await host.close();
    */
   static async open(options: HostOpenOptions = {}): Promise<Host> {
-    const { logger, workerEntry, ...hostOptions } = options;
+    const { logger, workerEntry, deliver, ...hostOptions } = options;
     const compiled = compileHostOptions(hostOptions);
     const entry = { process: workerEntry ?? defaultWorkerEntry(), thread: defaultWorkerEntry('thread-entry.js') };
-    if (logger !== undefined) return new Host(compiled, logger === false ? silentLogger() : logger, () => Promise.resolve(), entry);
-    const own = createHostLogger(compiled.home, compiled.logLevel);
-    return new Host(compiled, own.logger, own.close, entry);
+    let host: Host;
+    if (logger !== undefined) host = new Host(compiled, logger === false ? silentLogger() : logger, () => Promise.resolve(), entry);
+    else {
+      const own = createHostLogger(compiled.home, compiled.logLevel);
+      host = new Host(compiled, own.logger, own.close, entry);
+    }
+    if (deliver === true) host.#startDelivery();
+    return host;
+  }
+
+  #startDelivery(): void {
+    if (this.deliverer.active && this.#closing === undefined) this.deliverer.start();
+  }
+
+  /** Ids of the runs this host drives now. */
+  drivenRuns(): string[] {
+    return [...this.#drivers.keys()];
+  }
+
+  /** Claim-queue counters, by isolation. */
+  schedulerStats(): Record<'process' | 'thread', { running: number; queued: number; preempted: number }> {
+    return { process: this.#schedulers.process.stats(), thread: this.#schedulers.thread.stats() };
   }
 
   /** Worker pool counters, by isolation. */
@@ -165,6 +205,8 @@ export class Host {
       logger: this.logger,
       options: this.options,
       runChild: (request) => this.#runChild(request),
+      delivery: this.deliverer,
+      onCommitted: (ms, events) => this.metrics.committed(ms, events),
     };
   }
 
@@ -266,6 +308,7 @@ export class Host {
   }
 
   #drive(driver: RunDriver): RunHandle {
+    this.#startDelivery();
     const done = driver.drive().finally(() => this.#drivers.delete(driver.runId));
     this.#drivers.set(driver.runId, { driver, done });
     // A start that raced close(): stop at once, resumable, like every other run of this host.
@@ -404,9 +447,27 @@ export class Host {
     return run;
   }
 
-  /** Runs, newest first; a run that cannot be read is listed with the reason (`unreadable`). */
+  /** Runs matching `options`, newest first; a run that cannot be read is listed with the reason (`unreadable`). */
   list(options?: ListOptions): Promise<ListedRun[]> {
     return this.store.list(options);
+  }
+
+  /**
+   * The evidence bundle behind a run's verdict (or the bundle `evidenceId`), and where it lies.
+   * @throws {RunwardenError} `RUN_NOT_FOUND`; `EVIDENCE_NOT_FOUND` when no verifier has run, the verdict came from a subflow child (the message names it), or the id is unknown.
+   */
+  async evidence(runId: string, evidenceId?: string): Promise<{ evidenceId: string; bundle: EvidenceBundle; location: string | undefined }> {
+    const run = await this.show(runId);
+    const verdict = run.record.lastVerdict;
+    if (evidenceId === undefined && verdict?.childRunId !== undefined) {
+      throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId}'s verdict came from its subflow child run ${verdict.childRunId}: runwarden evidence ${verdict.childRunId}`, { field: 'runId' });
+    }
+    const id = evidenceId ?? verdict?.evidenceId;
+    if (id === undefined) throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId} has no evidence: no verifier has run`, { field: 'runId' });
+    if (!/^[A-Za-z0-9._-]{1,128}$/.test(id) || id.includes('..')) throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId} has no evidence bundle ${id}`, { field: 'evidenceId' });
+    const raw = await this.store.readArtifact(runId, `evidence/${id}/bundle.json`);
+    if (raw === undefined) throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId} has no evidence bundle ${id}`, { field: 'evidenceId' });
+    return { evidenceId: id, bundle: JSON.parse(raw.toString('utf8')) as EvidenceBundle, location: this.store.locate(runId, `evidence/${id}`) };
   }
 
   /**
@@ -452,7 +513,7 @@ export class Host {
         await Promise.allSettled(running.map((r) => r.done));
       }
       this.#leases.close();
-      await Promise.all([this.#pools.process.close(), this.#pools.thread.close()]);
+      await Promise.all([this.#pools.process.close(), this.#pools.thread.close(), this.deliverer.stop()]);
       await new Promise<void>((resolve) => this.logger.flush(() => resolve()));
       await this.#closeLog();
     })();

@@ -9,6 +9,7 @@
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -62,18 +63,26 @@ class LogFile {
 }
 
 /**
- * A pino logger writing to the store's log file, or writing nothing when the
- * file cannot be opened; `close` ends the file.
+ * A pino logger writing JSON to the store's log file (or nothing, when the
+ * file cannot be opened) and, with `pretty`, human-readable lines to stderr
+ * (pino-pretty); `close` ends the file.
  */
-export function createHostLogger(home: string, level: string): { logger: Logger; close(): Promise<void> } {
+export function createHostLogger(home: string, level: string, options: { pretty?: boolean } = {}): { logger: Logger; close(): Promise<void> } {
+  if (level === 'silent') return { logger: silentLogger(), close: () => Promise.resolve() };
   const dir = join(home, 'logs');
+  const streams: pino.StreamEntry[] = [];
+  let file: LogFile | undefined;
   try {
     mkdirSync(dir, { recursive: true });
+    file = new LogFile(join(dir, 'runwarden.log'));
+    streams.push({ level: level as pino.Level, stream: file });
   } catch {
-    return { logger: silentLogger(), close: () => Promise.resolve() };
+    // no file log: the terminal (if any) still gets one
   }
-  const file = new LogFile(join(dir, 'runwarden.log'));
-  return { logger: pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, file), close: () => file.end() };
+  if (options.pretty === true) streams.push({ level: level as pino.Level, stream: pretty({ destination: 2, colorize: process.stderr.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }) });
+  if (streams.length === 0) return { logger: silentLogger(), close: () => Promise.resolve() };
+  const logger = pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, pino.multistream(streams));
+  return { logger, close: () => file?.end() ?? Promise.resolve() };
 }
 
 /** A logger that writes nothing. */

@@ -26,12 +26,18 @@ export const ERROR_CODES = {
   SPEC_MISMATCH: 'The spec given to re-supply secrets differs from the spec the run started with.',
   CONTROL_REFUSED: 'A control request (approve, reject) did not apply to the run in its current state.',
   EVIDENCE_NOT_FOUND: 'The run has no evidence bundle of that id (no verifier has run, or its verdict came from a child run).',
+  TEMPLATE_NOT_FOUND: 'No built-in workflow template has that name.',
+  // The daemon and its HTTP API.
+  UNAUTHORIZED: 'An HTTP request without the daemon\'s bearer token (or with a wrong one).',
+  ROUTE_NOT_FOUND: 'No HTTP route matches the method and path.',
+  DAEMON_UNAVAILABLE: 'The daemon could not be started or reached (port in use, not answering, gone mid-request).',
   // Node attempt failures recorded on the run.
   COMMAND_FAILED: 'A command exited with a status other than the expected one.',
   COMMAND_NOT_FOUND: 'The executable of a command, check or engine could not be started.',
   TIMEOUT: "The attempt ran past its node's `timeoutMs`; its process tree was killed.",
   WORKER_LOST: 'The worker exited or crashed while it held the execution; the claim was re-queued.',
   HEARTBEAT_TIMEOUT: 'The worker stopped heartbeating; it was killed and the claim re-queued.',
+  PREEMPTED: 'A background execution gave its slot to foreground work; the node runs again later without using a retry.',
   HOST_LOST: 'The host died while the execution was in flight; the claim was re-queued on resume.',
   REQUEUE_LIMIT: 'The node lost its worker or host more than `maxRequeues` times.',
   WORKER_START_FAILED: 'A worker process could not be started or did not report ready.',

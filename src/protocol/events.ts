@@ -127,7 +127,8 @@ export const RunEventSchema = z.discriminatedUnion('type', [
     type: z.literal('node_requeued'),
     node,
     attempt,
-    reason: z.enum(['worker_lost', 'heartbeat_timeout', 'host_lost']),
+    /** `preempted`: the slot went to foreground work; the node runs again without using a retry or a re-queue. */
+    reason: z.enum(['worker_lost', 'heartbeat_timeout', 'host_lost', 'preempted']),
     error: ErrorInfoSchema,
     /** What the lost attempt was measured to use before it was lost: it counts toward the run's budget. */
     usage: UsageSchema.optional(),

@@ -23,7 +23,7 @@ export type NodeState = 'pending' | 'running' | 'awaiting_human' | 'succeeded' |
  * - `interrupted`: the host stopped on purpose; the node runs again on resume.
  * - `cancelled`: the run was cancelled while it ran.
  */
-export type AttemptState = 'running' | 'succeeded' | 'failed' | 'lost' | 'interrupted' | 'cancelled';
+export type AttemptState = 'running' | 'succeeded' | 'failed' | 'lost' | 'preempted' | 'interrupted' | 'cancelled';
 
 export interface AttemptRecord {
   attempt: number;
@@ -256,14 +256,16 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
     case 'node_requeued':
     case 'node_interrupted': {
       const node = nodeOf(record, event.node);
-      const attempt = finishAttempt(record, event.node, event.attempt, event.type === 'node_requeued' ? 'lost' : 'interrupted', event.ts);
+      const preempted = event.type === 'node_requeued' && event.reason === 'preempted';
+      const attempt = finishAttempt(record, event.node, event.attempt, event.type === 'node_interrupted' ? 'interrupted' : preempted ? 'preempted' : 'lost', event.ts);
       if (event.type === 'node_requeued') attempt.error = event.error;
       if (event.usage !== undefined) {
         attempt.usage = event.usage;
         addUsage(record.usage, event.usage);
       }
       node.state = 'pending';
-      node.resumeAs = event.type === 'node_requeued' ? 'requeue' : 'resume';
+      // A preempted attempt, like an interrupted one, runs again without counting as a re-queue.
+      node.resumeAs = event.type === 'node_requeued' && !preempted ? 'requeue' : 'resume';
       returnSteers(record, attempt);
       return;
     }

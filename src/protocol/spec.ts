@@ -45,6 +45,8 @@ const base = {
   timeoutMs: durationMs.optional(),
   onFailure: z.enum(['fail', 'continue']).optional(),
   maxRequeues: z.number().int().min(0).max(100).optional(),
+  /** Overrides the spec's `priority` for this node's executions. */
+  priority: z.enum(['foreground', 'background']).optional(),
 };
 
 /** Fields of nodes whose attempts run in a worker. */
@@ -182,6 +184,11 @@ export const WorkflowSpecSchema = z
     executionBudget: BudgetSchema.optional(),
     /** The policy of every execution; narrows the host's ceiling. */
     policy: PolicySchema.optional(),
+    /**
+     * `background` executions give their slot to waiting `foreground` ones (they are
+     * preempted and run again later, without using a retry). @default 'foreground'
+     */
+    priority: z.enum(['foreground', 'background']).optional(),
     get nodes(): z.ZodArray<typeof NodeSchema> {
       return z.array(NodeSchema).min(1, 'a workflow needs at least one node');
     },

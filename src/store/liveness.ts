@@ -38,14 +38,19 @@ export function processStartTicks(pid: number): string | undefined {
   return fields[19]; // field 22 overall
 }
 
-/** Whether a process exists (EPERM counts as existing). */
+/**
+ * Whether a process exists and has not exited (EPERM counts as existing). A
+ * zombie — exited, not yet reaped by its parent — is dead: it will never renew
+ * a lease again.
+ */
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  const stat = readOrUndefined(`/proc/${pid}/stat`);
+  return stat === undefined || stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
 }
 
 /** The identity of this process as an owner. */

@@ -199,9 +199,9 @@ describe('subflows', () => {
     expect(parent.nodes.sub!.verified).toBe(true);
     expect(parent.lastVerdict).toMatchObject({ node: 'sub', passed: true, childRunId: 'p.sub.a1' });
     expect(readCheckpoint(home, 'p.sub.a1')).toMatchObject({ state: 'completed', outcome: 'verified', parentRunId: 'p', depth: 1 });
-    const list = JSON.parse((await cli(home, ['list', '--json'])).stdout) as Array<{ runId: string }>;
+    const list = (JSON.parse((await cli(home, ['list', '--json'])).stdout) as { runs: Array<{ runId: string }> }).runs;
     expect(list.map((r) => r.runId)).toEqual(['p']);
-    const all = JSON.parse((await cli(home, ['list', '--all', '--json'])).stdout) as Array<{ runId: string }>;
+    const all = (JSON.parse((await cli(home, ['list', '--all', '--json'])).stdout) as { runs: Array<{ runId: string }> }).runs;
     expect(all.map((r) => r.runId).sort()).toEqual(['p', 'p.sub.a1']);
     const deleted = await cli(home, ['delete', 'p', '--json']);
     expect(JSON.parse(deleted.stdout)).toEqual({ deleted: ['p.sub.a1', 'p'] });

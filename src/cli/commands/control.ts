@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { RunwardenError } from '../../protocol/errors.js';
 import { TERMINAL_STATES } from '../../protocol/events.js';
 import { backgroundHostMain } from '../background.js';
-import { err, globals, out, withHost } from '../io.js';
+import { withClient } from '../client.js';
+import { err, globals, out } from '../io.js';
 
 export function registerControlCommands(program: Command): void {
   const control = (name: 'cancel' | 'steer' | 'approve', description: string): Command =>
@@ -25,16 +26,16 @@ export function registerControlCommands(program: Command): void {
     });
 
   async function reportControl(cmd: Command, runId: string, action: 'cancel' | 'steer' | 'approve' | 'reject', text: string | undefined, json: boolean): Promise<void> {
-    await withHost(globals(cmd), async (host) => {
-      const receipt = await host.control(runId, action, text === undefined ? {} : { text });
+    await withClient(globals(cmd), async (client) => {
+      const receipt = await client.control(runId, action, text === undefined ? {} : { text });
       if (json) out(JSON.stringify(receipt));
       else if (receipt.status === 'applied') out(`${action} applied to run ${runId}${receipt.by !== undefined ? ` by ${receipt.by}` : ''}`);
       else if (receipt.status === 'queued') out(`${action} queued for run ${runId}${receipt.by !== undefined ? `; held by ${receipt.by}, which applies it at its next check` : ''}`);
       if (receipt.status === 'refused') {
         throw new RunwardenError('CONTROL_REFUSED', `${action} refused by run ${runId}: ${receipt.reason ?? 'no reason given'}`);
       }
-      const run = await host.show(runId);
-      if (receipt.status === 'applied' && action !== 'cancel' && (run.lease === undefined || !host.store.isLeaseLive(run.lease)) && !TERMINAL_STATES.has(run.record.state) && !json) {
+      const run = await client.show(runId);
+      if (receipt.status === 'applied' && action !== 'cancel' && run.owner?.live !== true && !TERMINAL_STATES.has(run.record.state) && !json) {
         err(`no process holds run ${runId}; it takes effect when the run continues: runwarden resume ${runId}`);
       }
     });
@@ -46,8 +47,8 @@ export function registerControlCommands(program: Command): void {
     .argument('<runId>')
     .option('--json', 'machine-readable output')
     .action(async (runId: string, opts: { json?: boolean }, cmd: Command) => {
-      await withHost(globals(cmd), async (host) => {
-        const deleted = await host.delete(runId);
+      await withClient(globals(cmd), async (client) => {
+        const deleted = await client.delete(runId);
         out(opts.json === true ? JSON.stringify({ deleted }) : `deleted ${deleted.join(', ')}`);
       });
     });

@@ -1,24 +1,54 @@
 /** Commands that read runs: list, show, events, evidence. */
-import type { Command } from 'commander';
-import type { EvidenceBundle } from '../../host/kernel/evidence.js';
-import { RunwardenError } from '../../protocol/errors.js';
-import { TERMINAL_STATES } from '../../protocol/events.js';
-import { err, globals, out, positiveInt, withHost } from '../io.js';
+import { InvalidArgumentError, type Command } from 'commander';
+import { RUN_OUTCOMES, RUN_STATES, TERMINAL_STATES, type RunOutcome, type RunState } from '../../protocol/events.js';
+import type { ListOptions } from '../../store/run-store.js';
+import { withClient } from '../client.js';
+import { err, globals, out, positiveInt } from '../io.js';
 import { formatEvent, formatList, formatMs, formatRun, table } from '../render.js';
 import { EXIT, exitCodeFor } from '../report.js';
+
+/** A comma-separated list of values from `allowed`. */
+function oneOf<T extends string>(allowed: readonly T[]) {
+  return (value: string): T[] => {
+    const values = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    const bad = values.filter((v) => !allowed.includes(v as T));
+    if (values.length === 0 || bad.length > 0) throw new InvalidArgumentError(`expected one or more of ${allowed.join(', ')} (comma-separated)`);
+    return values as T[];
+  };
+}
+
+function isoTime(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) || Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected an ISO-8601 date or date-time, like 2026-11-29 or 2026-11-29T10:00:00Z');
+  return new Date(value).toISOString();
+}
 
 export function registerReadCommands(program: Command): void {
   program
     .command('list')
     .description('list runs, newest first')
     .option('--all', 'include subflow child runs')
-    .option('--limit <n>', 'at most this many', positiveInt)
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { all?: boolean; limit?: number; json?: boolean }, cmd: Command) => {
-      await withHost(globals(cmd), async (host) => {
-        let runs = await host.list({ includeChildren: opts.all === true });
-        if (opts.limit !== undefined) runs = runs.slice(0, opts.limit);
-        out(opts.json === true ? JSON.stringify(runs, null, 2) : formatList(runs));
+    .option('--state <states>', `only these states (${RUN_STATES.join(', ')}; comma-separated)`, oneOf(RUN_STATES))
+    .option('--outcome <outcomes>', `only these outcomes (${RUN_OUTCOMES.join(', ')})`, oneOf(RUN_OUTCOMES))
+    .option('--name <name>', 'only runs of the spec with this name')
+    .option('--since <time>', 'only runs updated at or after this time (ISO-8601)', isoTime)
+    .option('--limit <n>', 'at most this many (default 100)', positiveInt)
+    .option('--after <cursor>', 'the next page: the cursor printed after the previous one')
+    .option('--json', 'machine-readable output: { runs, next }')
+    .action(async (opts: { all?: boolean; state?: RunState[]; outcome?: RunOutcome[]; name?: string; since?: string; limit?: number; after?: string; json?: boolean }, cmd: Command) => {
+      await withClient(globals(cmd), async (client) => {
+        const options: ListOptions = { includeChildren: opts.all === true, limit: opts.limit ?? 100 };
+        if (opts.state !== undefined) options.state = opts.state;
+        if (opts.outcome !== undefined) options.outcome = opts.outcome;
+        if (opts.name !== undefined) options.name = opts.name;
+        if (opts.since !== undefined) options.since = opts.since;
+        if (opts.after !== undefined) options.after = opts.after;
+        const page = await client.list(options);
+        if (opts.json === true) {
+          out(JSON.stringify(page, null, 2));
+          return;
+        }
+        out(formatList(page.runs));
+        if (page.next !== null) err(`more runs: runwarden list --after ${page.next}${opts.limit === undefined ? '' : ` --limit ${opts.limit}`}`);
       });
     });
 
@@ -29,19 +59,19 @@ export function registerReadCommands(program: Command): void {
     .option('--json', 'the run record as JSON')
     .option('--spec', 'print the spec the run executes (as stored, secrets removed)')
     .action(async (runId: string, opts: { json?: boolean; spec?: boolean }, cmd: Command) => {
-      await withHost(globals(cmd), async (host) => {
-        const run = await host.show(runId);
+      await withClient(globals(cmd), async (client) => {
+        const run = await client.show(runId);
         if (opts.spec === true) {
           out(JSON.stringify(run.spec, null, 2));
           return;
         }
-        const live = run.lease !== undefined && host.store.isLeaseLive(run.lease);
         if (opts.json === true) {
-          out(JSON.stringify({ ...run.record, owner: run.lease === undefined ? null : { pid: run.lease.pid, host: run.lease.host, live, fence: run.lease.fence } }, null, 2));
+          out(JSON.stringify({ ...run.record, owner: run.owner }, null, 2));
           return;
         }
-        const evidence = run.record.lastVerdict?.evidenceId === undefined ? undefined : host.store.locate(runId, `evidence/${run.record.lastVerdict.evidenceId}`);
-        out(formatRun(run.record, run.spec, run.lease, live, host.store.locate(runId), evidence));
+        const evidenceId = run.record.lastVerdict?.evidenceId;
+        const evidence = evidenceId === undefined || run.location === null ? undefined : `${run.location}/evidence/${evidenceId}`;
+        out(formatRun(run.record, run.spec, run.owner, run.location ?? undefined, evidence));
       });
     });
 
@@ -53,48 +83,53 @@ export function registerReadCommands(program: Command): void {
     .option('--after <seq>', 'only events after this seq', positiveInt)
     .option('--json', 'JSON lines')
     .action(async (runId: string, opts: { follow?: boolean; after?: number; json?: boolean }, cmd: Command) => {
-      await withHost(globals(cmd), async (host) => {
-        await host.show(runId);
-        let after = opts.after ?? 0;
-        let stop = false;
-        let ownerlessSince: number | undefined;
-        let lastOwnerCheck = 0;
+      await withClient(globals(cmd), async (client) => {
+        await client.show(runId);
+        const abort = new AbortController();
+        let stoppedBy: 'signal' | 'ownerless' | undefined;
         const onSignal = (): void => {
-          stop = true;
+          stoppedBy ??= 'signal';
+          abort.abort();
         };
         process.on('SIGINT', onSignal);
+        // A run nobody drives will not move: say so rather than wait forever.
+        let ownerlessSince: number | undefined;
+        const watch =
+          opts.follow === true
+            ? setInterval(() => {
+                void client
+                  .show(runId)
+                  .then((run) => {
+                    const driven = run.owner?.live === true || TERMINAL_STATES.has(run.record.state);
+                    ownerlessSince = driven ? undefined : (ownerlessSince ?? Date.now());
+                    if (ownerlessSince !== undefined && Date.now() - ownerlessSince >= 2000) {
+                      stoppedBy ??= 'ownerless';
+                      abort.abort();
+                    }
+                  })
+                  .catch(() => undefined);
+              }, 1000)
+            : undefined;
         try {
-          for (;;) {
-            for (const e of await host.store.readEvents(runId, after)) {
-              after = e.seq;
-              if (opts.json === true) out(JSON.stringify(e));
-              else {
-                const line = formatEvent(e);
-                if (line !== undefined) out(line);
-              }
+          for await (const e of client.events(runId, { after: opts.after ?? 0, follow: opts.follow === true, signal: abort.signal })) {
+            if (opts.json === true) out(JSON.stringify(e));
+            else {
+              const line = formatEvent(e);
+              if (line !== undefined) out(line);
             }
-            if (opts.follow !== true || stop) return;
-            const run = await host.show(runId);
-            if (TERMINAL_STATES.has(run.record.state) && run.record.seq <= after) {
-              process.exitCode = exitCodeFor(run.record);
-              return;
-            }
-            // A run nobody drives will not move: say so rather than wait forever.
-            if (Date.now() - lastOwnerCheck >= 1000) {
-              lastOwnerCheck = Date.now();
-              const driven = run.lease !== undefined && host.store.isLeaseLive(run.lease);
-              ownerlessSince = driven ? undefined : (ownerlessSince ?? Date.now());
-              if (ownerlessSince !== undefined && Date.now() - ownerlessSince >= 2000) {
-                err(`no process is driving run ${runId} (${run.record.state}); continue it with: runwarden resume ${runId}`);
-                process.exitCode = EXIT.failed;
-                return;
-              }
-            }
-            await new Promise((r) => setTimeout(r, 200));
           }
         } finally {
+          clearInterval(watch);
           process.off('SIGINT', onSignal);
         }
+        if (opts.follow !== true || stoppedBy === 'signal') return;
+        const run = await client.show(runId);
+        if (stoppedBy === 'ownerless' && !TERMINAL_STATES.has(run.record.state)) {
+          err(`no process is driving run ${runId} (${run.record.state}); continue it with: runwarden resume ${runId}`);
+          process.exitCode = EXIT.failed;
+          return;
+        }
+        process.exitCode = TERMINAL_STATES.has(run.record.state) ? exitCodeFor(run.record) : EXIT.failed;
       });
     });
 
@@ -105,23 +140,13 @@ export function registerReadCommands(program: Command): void {
     .option('--evidence-id <id>', 'a specific bundle (default: the last verdict)')
     .option('--json', 'the bundle as JSON')
     .action(async (runId: string, opts: { evidenceId?: string; json?: boolean }, cmd: Command) => {
-      await withHost(globals(cmd), async (host) => {
-        const run = await host.show(runId);
-        const verdict = run.record.lastVerdict;
-        if (opts.evidenceId === undefined && verdict?.childRunId !== undefined) {
-          throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId}'s verdict came from its subflow child run ${verdict.childRunId}: runwarden evidence ${verdict.childRunId}`, { field: 'runId' });
-        }
-        const id = opts.evidenceId ?? verdict?.evidenceId;
-        if (id === undefined) throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId} has no evidence: no verifier has run`, { field: 'runId' });
-        const raw = await host.store.readArtifact(runId, `evidence/${id}/bundle.json`);
-        if (raw === undefined) throw new RunwardenError('EVIDENCE_NOT_FOUND', `run ${runId} has no evidence bundle ${id}`, { field: 'evidence-id' });
-        const bundle = JSON.parse(raw.toString('utf8')) as EvidenceBundle;
+      await withClient(globals(cmd), async (client) => {
+        const { evidenceId, bundle, location } = await client.evidence(runId, opts.evidenceId);
         if (opts.json === true) {
           out(JSON.stringify(bundle, null, 2));
           return;
         }
-        const dir = host.store.locate(runId, `evidence/${id}`);
-        out(`evidence ${id}: ${bundle.passed ? 'passed' : 'failed'} (run ${runId}, node ${bundle.node}, attempt ${bundle.attempt})`);
+        out(`evidence ${evidenceId}: ${bundle.passed ? 'passed' : 'failed'} (run ${runId}, node ${bundle.node}, attempt ${bundle.attempt})`);
         out(`tree digest ${bundle.digest ?? '(not a git repository)'}${bundle.head !== null ? ` at HEAD ${bundle.head.slice(0, 12)}` : ''}`);
         out(
           table(
@@ -129,7 +154,7 @@ export function registerReadCommands(program: Command): void {
             bundle.results.map((r) => [r.id, r.required ? 'yes' : 'no', r.passed ? 'passed' : 'FAILED', formatMs(r.durationMs), r.detail]),
           ),
         );
-        out(`bundle: ${dir}`);
+        if (location !== null) out(`bundle: ${location}`);
       });
     });
 }

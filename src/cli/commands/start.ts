@@ -6,9 +6,10 @@ import { compileCeiling } from '../../host/policy.js';
 import { loadSpec } from '../../host/spec-loader.js';
 import { assertRunId } from '../../protocol/ids.js';
 import { startInBackground } from '../background.js';
+import { daemonFor, remoteClient as remote } from '../client.js';
 import { createDemoProject, demoSpec } from '../demo.js';
 import { err, globals, out, readSpecArg, withHost } from '../io.js';
-import { waitAndReport } from '../report.js';
+import { followRemote, waitAndReport } from '../report.js';
 
 export function registerStartCommands(program: Command): void {
   program
@@ -17,19 +18,24 @@ export function registerStartCommands(program: Command): void {
     .option('--dir <path>', 'create the demo project here instead of a temporary directory')
     .option('--json', 'print events as JSON lines')
     .action(async (opts: { dir?: string; json?: boolean }, cmd: Command) => {
+      const g = globals(cmd);
       const repo = await createDemoProject(opts.dir === undefined ? undefined : resolve(opts.dir));
-      if (opts.json !== true) out(`demo project: ${repo} (a statistics library whose node --test tests fail)`);
-      process.exitCode = await withHost(globals(cmd), async (host) => {
-        const handle = await host.start({ spec: demoSpec(repo), cwd: repo });
-        const code = await waitAndReport(host, handle, opts.json === true);
-        if (opts.json !== true) out(`repository: ${repo}  (git -C ${repo} diff shows the agent's fix)`);
-        return code;
-      });
+      const json = opts.json === true;
+      if (!json) out(`demo project: ${repo} (a statistics library whose node --test tests fail)`);
+      const daemon = await daemonFor(g);
+      if (daemon !== undefined) {
+        const { runId } = await daemon.start({ spec: demoSpec(repo), cwd: repo });
+        if (!json) err(`run ${runId} started in the daemon at ${daemon.url}`);
+        process.exitCode = await followRemote(remote(g, daemon), runId, json);
+      } else {
+        process.exitCode = await withHost(g, async (host) => waitAndReport(host, await host.start({ spec: demoSpec(repo), cwd: repo }), json));
+      }
+      if (!json) out(`repository: ${repo}  (git -C ${repo} diff shows the agent's fix)`);
     });
 
   program
     .command('run')
-    .description('start a run of a workflow spec (a JSON file, or - for stdin)')
+    .description('start a run of a workflow spec (a JSON file, or - for stdin); in the daemon when one runs, else in a background process')
     .argument('<spec>', 'spec file')
     .option('--id <runId>', 'the run id (refused if it exists)')
     .option('--wait', 'stay in the foreground, print each transition, exit with the run')
@@ -41,15 +47,27 @@ export function registerStartCommands(program: Command): void {
       if (opts.id !== undefined) assertRunId(opts.id, '--id');
       const hostOptions = compileHostOptions(g.home === undefined ? {} : { home: g.home });
       loadSpec(spec, { baseDir: specPath === undefined ? process.cwd() : dirname(specPath), maxDepth: hostOptions.subflowMaxDepth, ceiling: compileCeiling(hostOptions.policy) });
-      if (opts.wait === true) {
-        process.exitCode = await withHost(g, async (host) => {
-          const handle = await host.start({ spec, cwd: process.cwd(), ...(specPath === undefined ? {} : { specPath }), ...(opts.id === undefined ? {} : { runId: opts.id }) });
-          return waitAndReport(host, handle, opts.json === true);
-        });
+      const request = { spec, cwd: process.cwd(), ...(specPath === undefined ? {} : { specPath }), ...(opts.id === undefined ? {} : { runId: opts.id }) };
+      const daemon = await daemonFor(g);
+      if (daemon !== undefined) {
+        const { runId } = await daemon.start(request);
+        if (opts.wait === true) {
+          process.exitCode = await followRemote(remote(g, daemon), runId, opts.json === true);
+          return;
+        }
+        if (opts.json === true) out(JSON.stringify({ runId, pid: daemon.daemon?.pid ?? null, daemon: daemon.url }));
+        else {
+          out(runId);
+          err(`started in the daemon at ${daemon.url}; follow it with: runwarden events ${runId} --follow`);
+        }
         return;
       }
-      const started = await startInBackground(hostOptions.home, { mode: 'start', spec, cwd: process.cwd(), ...(specPath === undefined ? {} : { specPath }), ...(opts.id === undefined ? {} : { runId: opts.id }) });
-      if (opts.json === true) out(JSON.stringify({ runId: started.runId, pid: started.pid }));
+      if (opts.wait === true) {
+        process.exitCode = await withHost(g, async (host) => waitAndReport(host, await host.start(request), opts.json === true));
+        return;
+      }
+      const started = await startInBackground(hostOptions.home, { mode: 'start', ...request });
+      if (opts.json === true) out(JSON.stringify({ runId: started.runId, pid: started.pid, daemon: null }));
       else {
         out(started.runId);
         err(`started in the background (pid ${started.pid}); follow it with: runwarden events ${started.runId} --follow`);
@@ -67,13 +85,24 @@ export function registerStartCommands(program: Command): void {
       const g = globals(cmd);
       const given = opts.spec === undefined ? undefined : readSpecArg(opts.spec);
       const resumeOptions = given === undefined ? {} : { spec: given.spec, ...(given.specPath === undefined ? {} : { specPath: given.specPath }) };
+      const daemon = await daemonFor(g);
+      if (daemon !== undefined) {
+        await daemon.resume(runId, resumeOptions);
+        if (opts.wait === true) {
+          process.exitCode = await followRemote(remote(g, daemon), runId, opts.json === true);
+          return;
+        }
+        if (opts.json === true) out(JSON.stringify({ runId, pid: daemon.daemon?.pid ?? null, daemon: daemon.url }));
+        else err(`run ${runId} resumed in the daemon at ${daemon.url}; follow it with: runwarden events ${runId} --follow`);
+        return;
+      }
       if (opts.wait === true) {
         process.exitCode = await withHost(g, async (host) => waitAndReport(host, await host.resume(runId, resumeOptions), opts.json === true));
         return;
       }
       const home = compileHostOptions(g.home === undefined ? {} : { home: g.home }).home;
       const started = await startInBackground(home, { mode: 'resume', runId, ...resumeOptions });
-      if (opts.json === true) out(JSON.stringify({ runId: started.runId, pid: started.pid }));
+      if (opts.json === true) out(JSON.stringify({ runId: started.runId, pid: started.pid, daemon: null }));
       else err(`run ${runId} resumed in the background (pid ${started.pid}); follow it with: runwarden events ${runId} --follow`);
     });
 }

@@ -32,7 +32,12 @@ export type AttemptOutcome =
       failsRun?: boolean;
     }
   | { kind: 'lost'; reason: 'worker_lost' | 'heartbeat_timeout'; error: ErrorInfo; usage: Usage; durationMs: number }
-  | { kind: 'stopped'; usage: Usage; durationMs: number };
+  | { kind: 'stopped'; usage: Usage; durationMs: number }
+  /** The scheduler took the slot back for foreground work; the node runs again later. */
+  | { kind: 'preempted'; usage: Usage; durationMs: number };
+
+/** The abort reason of an execution whose slot was taken back for foreground work. */
+export const PREEMPTED = Symbol('preempted');
 
 /** Failures that would fail again: never retried. */
 const NOT_RETRYABLE: ReadonlySet<string> = new Set<ErrorCode>(['BUDGET_EXCEEDED', 'POLICY_DENIED', 'REQUEUE_LIMIT', 'ENGINE_UNSUPPORTED']);
@@ -101,7 +106,7 @@ export function fromExecution(outcome: ExecutionOutcome, node: string, timeoutMs
         durationMs,
       };
     case 'aborted':
-      return { kind: 'stopped', usage, durationMs };
+      return outcome.reason === PREEMPTED ? { kind: 'preempted', usage, durationMs } : { kind: 'stopped', usage, durationMs };
   }
 }
 

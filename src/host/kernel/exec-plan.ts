@@ -7,6 +7,7 @@ import type { Usage } from '../../protocol/events.js';
 import { effectivePolicy, pathCovered, type EffectivePolicy, type Policy } from '../../protocol/policy.js';
 import type { WorkflowNode, WorkflowSpec } from '../../protocol/spec.js';
 import type { WorkerSpec } from '../pool/execution.js';
+import type { Priority } from '../scheduler.js';
 import { childProcessesSetting, isolationOf, workerSpec } from '../policy.js';
 
 export interface ExecPlan {
@@ -15,6 +16,8 @@ export interface ExecPlan {
   /** The execution's limits: the node's, over the spec's `executionBudget`, over the host's. */
   budget: Budget;
   worker: WorkerSpec;
+  /** The node's `priority`, else the spec's, else foreground. */
+  priority: Priority;
 }
 
 export function planExecution(runId: string, node: WorkflowNode, spec: WorkflowSpec, ceiling: EffectivePolicy, hostBudget: Budget): ExecPlan {
@@ -24,7 +27,8 @@ export function planExecution(runId: string, node: WorkflowNode, spec: WorkflowS
   const isolation = isolationOf(node, budget, decided, childProcessesSetting(ceiling, spec.policy, nodeFields.policy));
   // Recorded as it is held: a thread cannot deny child processes.
   const policy = isolation === 'thread' ? { ...decided, childProcesses: true } : decided;
-  return { isolation, policy, budget, worker: workerSpec(runId, node, isolation, policy, budget, node.kind === 'script' ? node.module : undefined) };
+  const priority = node.priority ?? spec.priority ?? 'foreground';
+  return { isolation, policy, budget, priority, worker: workerSpec(runId, node, isolation, policy, budget, node.kind === 'script' ? node.module : undefined) };
 }
 
 /** A run's usage as the figures budgets compare. */

@@ -128,7 +128,7 @@ async function runFanout(node: NodeOf<'fanout'>, nodeIndex: number, cwd: string,
         const prompt = withSteer(ctx.steer, memberPrompt(member, node.prompt));
         const task = agentTask(memberCtx, node.id, cwd, prompt, member, `/nodes/${nodeIndex}/agents/${j}/customEngine`, member.name);
         const outcome = fromExecution(await ctx.dispatch(executionId(ctx.runId, node.id, ctx.attempt, member.name), task, ctx.timeoutMs, siblings.signal), node.id, ctx.timeoutMs);
-        if (outcome.kind === 'lost' || outcome.kind === 'stopped') siblings.abort('sibling');
+        if (outcome.kind === 'lost' || outcome.kind === 'stopped' || outcome.kind === 'preempted') siblings.abort('sibling');
         return { member: member.name, outcome };
       }),
     );
@@ -137,6 +137,7 @@ async function runFanout(node: NodeOf<'fanout'>, nodeIndex: number, cwd: string,
     if (ctx.signal.aborted) return { kind: 'stopped', usage, durationMs };
     const lost = outcomes.find((o) => o.outcome.kind === 'lost');
     if (lost !== undefined && lost.outcome.kind === 'lost') return { ...lost.outcome, usage, durationMs };
+    if (outcomes.some((o) => o.outcome.kind === 'preempted')) return { kind: 'preempted', usage, durationMs };
     const failed = outcomes.filter((o) => o.outcome.kind === 'failed');
     const extraOutputs = outcomes.flatMap((o) => (o.outcome.kind === 'ok' ? [{ name: o.member, text: o.outcome.output }] : []));
     if (failed.length > 0) {

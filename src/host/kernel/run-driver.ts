@@ -24,14 +24,14 @@ import { applyEvents, emptyUsage, type RunRecord } from '../../protocol/record.j
 import { describeBreach, type Budget } from '../../protocol/budget.js';
 import type { EffectivePolicy } from '../../protocol/policy.js';
 import { EXECUTING_KINDS, findNode, followingNode, type NodeOf, type WorkflowNode, type WorkflowSpec } from '../../protocol/spec.js';
-import type { Artifact, RunGuard, RunStore } from '../../store/run-store.js';
+import type { Artifact, CommitStatus, RunGuard, RunStore } from '../../store/run-store.js';
 import { failpoint } from '../../util/failpoints.js';
 import type { CompiledHostOptions } from '../host-options.js';
 import type { LeaseKeeper } from '../lease-keeper.js';
 import type { ExecutionOutcome, Pool } from '../pool/execution.js';
 import type { Scheduler } from '../scheduler.js';
 import type { SecretMap } from '../spec-loader.js';
-import type { AttemptOutcome } from './attempt-outcome.js';
+import { PREEMPTED, type AttemptOutcome } from './attempt-outcome.js';
 import { lossEvents, resultEvents, type SettleContext } from './attempt-events.js';
 import { controlEvent, ending, recheckedEnding } from './decisions.js';
 import { resolveAllowList } from '../policy.js';
@@ -55,6 +55,10 @@ export interface KernelDeps {
   options: CompiledHostOptions;
   /** Start (or adopt, after a crash) a subflow's child run and drive it to an end. */
   runChild(request: ChildRunRequest): Promise<ChildRunResult>;
+  /** Delivery obligations: recorded before each commit (write-ahead), sent after it. */
+  delivery?: { intend(record: RunRecord, events: readonly RunEvent[]): Promise<void>; kick(): void };
+  /** Observes each commit's latency (ms) and its events, for metrics. */
+  onCommitted?(durationMs: number, events: readonly RunEvent[]): void;
 }
 
 export interface ChildRunRequest {
@@ -264,8 +268,21 @@ export class RunDriver {
       // Contention is not a takeover: a refused write is retried with backoff for storeRetryMs, then the run stops, resumable.
       const giveUpAt = Date.now() + this.#deps.options.storeRetryMs;
       for (let tries = 0; ; tries++) {
-        const status = await this.#deps.store.commit(this.#guard, { events: full, record: next, artifacts });
-        if (status === 'committed') break;
+        const started = performance.now();
+        let status: CommitStatus;
+        try {
+          // Write-ahead: the obligations to report this batch exist before the batch does.
+          await this.#deps.delivery?.intend(this.#record, full);
+          status = await this.#deps.store.commit(this.#guard, { events: full, record: next, artifacts });
+        } catch (err) {
+          this.#deps.logger.warn({ runId: this.runId, err: (err as Error).message }, 'delivery obligations could not be recorded');
+          status = 'blocked';
+        }
+        if (status === 'committed') {
+          this.#deps.onCommitted?.(performance.now() - started, full);
+          this.#deps.delivery?.kick();
+          break;
+        }
         if (status === 'superseded') {
           this.#requestStop('superseded');
           throw new Stopped('superseded');
@@ -483,13 +500,22 @@ export class RunDriver {
       if (refusal !== undefined) return { status: 'error', durationMs: 0, result: { type: 'error', code: 'POLICY_DENIED', message: refusal } };
     }
     let release: () => void;
+    // Preemption stops this execution only; the attempt's own signal (cancel, interrupt) stays untouched.
+    const preempt = new AbortController();
     try {
-      release = await this.#deps.schedulers[plan.isolation].acquire(this.runId, signal);
+      release = await this.#deps.schedulers[plan.isolation].acquire(this.runId, signal, {
+        priority: plan.priority,
+        onPreempt: () => {
+          this.#deps.logger.info({ runId: this.runId, executionId }, 'background execution preempted for foreground work');
+          preempt.abort(PREEMPTED);
+        },
+      });
     } catch (reason) {
       return { status: 'aborted', reason, durationMs: 0 };
     }
     try {
-      return await this.#deps.pools[plan.isolation].execute({
+      if (preempt.signal.aborted) return { status: 'aborted', reason: PREEMPTED, durationMs: 0 };
+      const outcome = await this.#deps.pools[plan.isolation].execute({
         executionId,
         fence: this.#guard.fence,
         task,
@@ -497,11 +523,14 @@ export class RunDriver {
         commands: resolveAllowList(plan.policy.commands),
         limits: { execution: plan.budget, run: this.#spec.budget ?? {}, runUsed: runUsed(this.#record.usage) },
         timeoutMs,
-        signal,
+        signal: AbortSignal.any([signal, preempt.signal]),
         onProgress: (stream, text) => {
           for (const l of this.#listeners) l.progress?.(executionId, stream, text);
         },
       });
+      // Stopped because of the preemption alone: say so, whatever the pool reported as the reason.
+      if (outcome.status === 'aborted' && preempt.signal.aborted && !signal.aborted) return { ...outcome, reason: PREEMPTED };
+      return outcome;
     } finally {
       release();
     }
@@ -522,6 +551,11 @@ export class RunDriver {
       }
       await this.commit([{ type: 'node_interrupted', node: node.id, attempt, reason: 'the host is stopping', usage: outcome.usage }]);
       throw new Stopped('interrupt');
+    }
+    if (outcome.kind === 'preempted') {
+      const error: ErrorInfo = { code: 'PREEMPTED', message: `${node.id} gave its slot to foreground work; it runs again when a slot frees`, node: node.id };
+      await this.commit([{ type: 'node_requeued', node: node.id, attempt, reason: 'preempted', error, usage: outcome.usage }]);
+      return;
     }
     if (outcome.kind === 'lost') {
       this.#deps.logger.warn({ runId: this.runId, node: node.id, attempt, reason: outcome.reason }, outcome.error.message);
