@@ -52,6 +52,7 @@ export function registerStartCommands(program: Command): void {
       if (daemon !== undefined) {
         const { runId } = await daemon.start(request);
         if (opts.wait === true) {
+          if (opts.json !== true) err(`run ${runId} started in the daemon at ${daemon.url} (Ctrl-C stops following; the run goes on)`);
           process.exitCode = await followRemote(remote(g, daemon), runId, opts.json === true);
           return;
         }
