@@ -10,5 +10,10 @@
  */
 export * from './protocol/index.js';
 export * from './host/index.js';
-export { FileRunStore, currentOwner, leaseIsLive, type FileRunStoreOptions } from './store/index.js';
+export { FileRunStore, currentOwner, cursorOf, leaseIsLive, type FileRunStoreOptions } from './store/index.js';
+export { Daemon, findDaemons, type DaemonFile, type DaemonOptions } from './host/daemon.js';
+export { createApiServer, type ApiServerOptions } from './host/http/server.js';
+export { DaemonClient, type DaemonHealth, type EventsOptions, type RunView, type StartRequest } from './client/daemon-client.js';
+export { DELIVERY_KINDS, type DeliveryKind, type DeliveryOptions, type Sink } from './host/delivery/config.js';
+export { DELIVERY_HEADER, SIGNATURE_HEADER, signBody, type DeliveryPayload } from './host/delivery/deliverer.js';
 export type * from './store/run-store.js';

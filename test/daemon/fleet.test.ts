@@ -133,8 +133,8 @@ describe('fleets', () => {
       }
 
       // Phase 2: 20 slow runs on daemon a; kill a mid-way; b adopts and finishes them.
-      const slow = (runId: string) => ({ name: 'adopted', cwd: dir, nodes: [{ id: 'one', kind: 'command', cmd: 'sh', args: ['-c', 'sleep 0.3'] }, { id: 'two', kind: 'command', cmd: 'true' }] });
-      for (let i = 0; i < 20; i++) expect((await a.api('POST', '/runs', { spec: slow(`k${i}`), runId: `k${i}` })).status).toBe(201);
+      const slow = () => ({ name: 'adopted', cwd: dir, nodes: [{ id: 'one', kind: 'command', cmd: 'sh', args: ['-c', 'sleep 0.3'] }, { id: 'two', kind: 'command', cmd: 'true' }] });
+      for (let i = 0; i < 20; i++) expect((await a.api('POST', '/runs', { spec: slow(), runId: `k${i}` })).status).toBe(201);
       await waitFor(async () => (await states(a, '&name=adopted&state=completed')).length >= 2, 'some of them to finish on a');
       await a.kill();
       await waitFor(async () => (await states(b, '&name=adopted&state=completed')).length === 20, 'b to finish every run a held', 120_000);
