@@ -15,7 +15,7 @@
  * ```
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { join, normalize, sep } from 'node:path';
 import { LeaseHeldError, RunwardenError } from '../../protocol/errors.js';
 import { ControlRequestSchema, TERMINAL_STATES, type RunEvent } from '../../protocol/events.js';
@@ -137,8 +137,8 @@ export class FileRunStore implements RunStore {
     } catch (err) {
       throw storeFault(err, `cannot create run ${input.runId}`);
     } finally {
+      // `.creating/` itself stays: removing it when empty would race other creators' mkdir into it.
       await rm(creating, { recursive: true, force: true }).catch(() => undefined);
-      await rmdir(creatingRoot).catch(() => undefined); // only when no other creator is using it
     }
     this.#specs.set(input.runId, { incarnationId, spec: input.spec });
     await this.#indexRun(dir, record);
