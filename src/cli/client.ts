@@ -103,7 +103,8 @@ export class EmbeddedClient implements Client {
     if (options.limit === undefined) return { runs: await host.list(options), next: null };
     const runs = await host.list({ ...options, limit: options.limit + 1 });
     const page = runs.slice(0, options.limit);
-    return { runs: page, next: runs.length > options.limit ? cursorOf(page[page.length - 1]!) : null };
+    const last = page[page.length - 1];
+    return { runs: page, next: runs.length > options.limit && last !== undefined ? cursorOf(last) : null };
   }
 
   async evidence(runId: string, evidenceId?: string): Promise<{ evidenceId: string; location: string | null; bundle: EvidenceBundle }> {

@@ -175,7 +175,8 @@ export class Daemon {
       startedAt: this.startedAt.toISOString(),
       uptimeMs: Date.now() - this.startedAt.getTime(),
       version: VERSION,
-      needsSecrets: [...this.#needsSecrets].map(([runId, message]) => ({ runId, state: 'needs_secrets', message })),
+      // A run resumed through this daemon (with its spec) is driven now: no longer waiting for secrets.
+      needsSecrets: [...this.#needsSecrets].filter(([runId]) => !this.host.drivenRuns().includes(runId)).map(([runId, message]) => ({ runId, state: 'needs_secrets', message })),
     };
   }
 

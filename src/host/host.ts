@@ -403,7 +403,7 @@ export class Host {
     let by: string | undefined;
     if (local !== undefined) {
       local.driver.pollInbox();
-      by = `this process (pid ${process.pid})`;
+      by = `pid ${process.pid} on ${this.owner.host}`;
     } else if (run.lease !== undefined && this.store.isLeaseLive(run.lease)) {
       by = `pid ${run.lease.pid} on ${run.lease.host}`;
     } else {
@@ -412,7 +412,7 @@ export class Host {
         const { guard, run: acquired } = await this.#acquire(runId, 'control');
         const driver = new RunDriver(this.#deps(), { guard, spec: acquired.spec, record: acquired.record, secrets: new Map(), controlsOnly: true });
         await this.#drive(driver).done;
-        by = `this process (pid ${process.pid}); no process held the run`;
+        by = `pid ${process.pid} on ${this.owner.host}, as no process held the run`;
       } catch (err) {
         if (!(err instanceof LeaseHeldError)) throw err;
         by = `pid ${err.owner.pid} on ${err.owner.host}`;
@@ -477,7 +477,7 @@ export class Host {
   async delete(runId: string): Promise<string[]> {
     this.#assertOpen();
     assertRunId(runId);
-    if (this.#drivers.has(runId)) throw new RunwardenError('LEASE_HELD', `run ${runId} is being driven by this process; cancel it first`);
+    if (this.#drivers.has(runId)) throw new RunwardenError('LEASE_HELD', `run ${runId} is being driven by pid ${process.pid} on ${this.owner.host}; cancel it first: runwarden cancel ${runId}`, { field: 'runId' });
     const children = (await this.store.list({ includeChildren: true })).filter((s) => 'parentRunId' in s && s.parentRunId === runId).map((s) => s.runId);
     const deleted: string[] = [];
     for (const child of children) deleted.push(...(await this.delete(child)));

@@ -114,7 +114,8 @@ export const RunEventSchema = z.discriminatedUnion('type', [
     attempt,
     visit: z.number().int().min(1),
     /** Why this attempt exists: a new visit, a retry after failure, a re-queue after a lost claim, or a resume after an interruption. */
-    cause: z.enum(['visit', 'retry', 'requeue', 'resume']),
+    /** `preempted`: again after giving its slot to foreground work (counts as neither a retry nor a re-queue). */
+    cause: z.enum(['visit', 'retry', 'requeue', 'resume', 'preempted']),
     executions: z.array(z.string()),
     steer: z.strictObject({ ids: z.array(z.string()), text: z.string() }).optional(),
     childRunId: z.string().optional(),

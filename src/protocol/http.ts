@@ -55,7 +55,7 @@ export const ListQuerySchema = z.strictObject({
   name: z.string().min(1).optional(),
   since: z.iso.datetime({ offset: true, message: 'must be an ISO-8601 date-time' }).optional(),
   after: z.string().min(1).optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: z.coerce.number().int().min(1).max(10_000).default(100),
   /** `true` to include subflow child runs. */
   all: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
 });

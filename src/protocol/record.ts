@@ -28,7 +28,7 @@ export type AttemptState = 'running' | 'succeeded' | 'failed' | 'lost' | 'preemp
 export interface AttemptRecord {
   attempt: number;
   visit: number;
-  cause: 'visit' | 'retry' | 'requeue' | 'resume';
+  cause: 'visit' | 'retry' | 'requeue' | 'resume' | 'preempted';
   /** Execution ids (`<runId>/<nodeId>/a<n>[/<member>]`). Empty for subflows. */
   executions: string[];
   state: AttemptState;
@@ -65,7 +65,7 @@ export interface NodeRecord {
    * after a failure with retries left (`retry`, at `retryAt`), a lost claim
    * (`requeue`) or an interruption (`resume`). Absent: a new visit.
    */
-  resumeAs?: 'retry' | 'requeue' | 'resume';
+  resumeAs?: 'retry' | 'requeue' | 'resume' | 'preempted';
   retryAt?: string;
   attempts: AttemptRecord[];
 }
@@ -265,7 +265,7 @@ export function applyEvent(record: RunRecord, event: RunEvent): void {
       }
       node.state = 'pending';
       // A preempted attempt, like an interrupted one, runs again without counting as a re-queue.
-      node.resumeAs = event.type === 'node_requeued' && !preempted ? 'requeue' : 'resume';
+      node.resumeAs = event.type === 'node_interrupted' ? 'resume' : preempted ? 'preempted' : 'requeue';
       returnSteers(record, attempt);
       return;
     }

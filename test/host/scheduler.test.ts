@@ -156,6 +156,7 @@ describe('preemption (real workers)', () => {
       expect(bg.record.state).toBe('completed');
       const attempts = bg.record.nodes.batch!.attempts.map((a) => a.state);
       expect(attempts).toEqual(['preempted', 'succeeded']);
+      expect(bg.record.nodes.batch!.attempts[1]!.cause).toBe('preempted');
       expect(bg.record.nodes.batch!.retries).toBe(0);
       expect(bg.record.nodes.batch!.requeues).toBe(0);
       const requeued = readEvents(home, background.runId).find((e) => e.type === 'node_requeued');

@@ -1,13 +1,13 @@
 /** Commands of the daemon: serve, status, stop, deliveries. */
 import { spawn } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import { fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { DaemonClient } from '../../client/daemon-client.js';
 import { Daemon, findDaemons } from '../../host/daemon.js';
 import type { Obligation } from '../../host/delivery/outbox.js';
-import { resolveHome } from '../../host/host-options.js';
+import { compileHostOptions, resolveHome } from '../../host/host-options.js';
 import { RunwardenError } from '../../protocol/errors.js';
 import { pidAlive } from '../../store/liveness.js';
 import { withClient } from '../client.js';
@@ -120,7 +120,7 @@ export function registerDaemonCommands(program: Command): void {
   const deliveries = program
     .command('deliveries')
     .description('delivery obligations waiting to be sent, and dead letters (retry them with: deliveries retry)')
-    .option('--dead', 'dead letters only')
+    .addOption(new Option('--dead', 'dead letters only').conflicts('pending'))
     .option('--pending', 'pending only')
     .option('--json', 'machine-readable output')
     .action(async (opts: { dead?: boolean; pending?: boolean; json?: boolean }, cmd: Command) => {
@@ -144,7 +144,7 @@ export function registerDaemonCommands(program: Command): void {
     .option('--all', 'every dead letter')
     .option('--json', 'machine-readable output')
     .action(async (ids: string[], opts: { all?: boolean; json?: boolean }, cmd: Command) => {
-      if ((ids.length === 0) === (opts.all !== true)) throw new RunwardenError('OPTION_INVALID', 'give delivery ids or --all', { field: 'ids' });
+      if ((ids.length === 0) === (opts.all !== true)) throw new RunwardenError('OPTION_INVALID', 'give the delivery ids to retry (see: runwarden deliveries --dead), or --all', { field: 'ids' });
       await withClient(globals(cmd), async (client) => {
         const { retried } = await client.retryDeliveries(opts.all === true ? 'all' : ids);
         const missing = ids.filter((id) => !retried.includes(id));
@@ -160,9 +160,12 @@ export function registerDaemonCommands(program: Command): void {
 
 /** Start `serve` detached and wait until it has published its daemon file and answers. */
 async function detach(home: string, port: number | undefined): Promise<void> {
+  // Bad configuration is reported here, with its field, before anything starts.
+  compileHostOptions({ home, ...(port === undefined ? {} : { port }) });
   mkdirSync(join(home, 'logs'), { recursive: true });
   const logPath = join(home, 'logs', 'daemon.out');
   const log = openSync(logPath, 'a');
+  const logStart = fstatSync(log).size;
   const args = [BIN, 'serve', ...(port === undefined ? [] : ['--port', String(port)])];
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: { ...process.env, RUNWARDEN_HOME: home } });
   child.unref();
@@ -173,7 +176,7 @@ async function detach(home: string, port: number | undefined): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (exited !== undefined) {
-      const tail = readFileSync(logPath, 'utf8').trim().split('\n').slice(-5).join('\n');
+      const tail = readFileSync(logPath).subarray(logStart).toString('utf8').trim().split('\n').slice(-8).join('\n');
       throw new RunwardenError('DAEMON_UNAVAILABLE', `the daemon exited (code ${exited}) before answering:\n${tail}`);
     }
     const mine = (await findDaemons(home)).find((d) => d.pid === child.pid);

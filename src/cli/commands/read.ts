@@ -17,6 +17,13 @@ function oneOf<T extends string>(allowed: readonly T[]) {
   };
 }
 
+/** `--limit`: 1 to 10000. */
+function limitArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 10_000) throw new InvalidArgumentError('expected a whole number from 1 to 10000');
+  return n;
+}
+
 function isoTime(value: string): string {
   if (!/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) || Number.isNaN(Date.parse(value))) throw new InvalidArgumentError('expected an ISO-8601 date or date-time, like 2026-11-29 or 2026-11-29T10:00:00Z');
   return new Date(value).toISOString();
@@ -25,13 +32,13 @@ function isoTime(value: string): string {
 export function registerReadCommands(program: Command): void {
   program
     .command('list')
-    .description('list runs, newest first')
+    .description('list runs, newest created first')
     .option('--all', 'include subflow child runs')
     .option('--state <states>', `only these states (${RUN_STATES.join(', ')}; comma-separated)`, oneOf(RUN_STATES))
     .option('--outcome <outcomes>', `only these outcomes (${RUN_OUTCOMES.join(', ')})`, oneOf(RUN_OUTCOMES))
-    .option('--name <name>', 'only runs of the spec with this name')
+    .option('--name <name>', 'only runs of the spec with exactly this name')
     .option('--since <time>', 'only runs updated at or after this time (ISO-8601)', isoTime)
-    .option('--limit <n>', 'at most this many (default 100)', positiveInt)
+    .option('--limit <n>', 'at most this many, 1-10000 (default 100)', limitArg)
     .option('--after <cursor>', 'the next page: the cursor printed after the previous one')
     .option('--json', 'machine-readable output: { runs, next }')
     .action(async (opts: { all?: boolean; state?: RunState[]; outcome?: RunOutcome[]; name?: string; since?: string; limit?: number; after?: string; json?: boolean }, cmd: Command) => {

@@ -16,7 +16,7 @@ export const SinkSchema = z.discriminatedUnion('type', [
   z.strictObject({
     ...sinkBase,
     type: z.literal('webhook'),
-    url: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }),
+    url: z.url({ protocol: /^https?$/, error: (issue) => (issue.input === undefined ? 'required: the http(s) URL to POST to' : 'must be an http(s) URL') }),
     /** The HMAC-SHA256 key, given directly… */
     secret: z.string().min(1).optional(),
     /** …or, better, named: the environment variable of the host that holds it. */

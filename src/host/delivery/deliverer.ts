@@ -123,6 +123,11 @@ export class Deliverer {
   /** Start the send loop (idempotent). */
   start(): void {
     if (this.#timer !== undefined || this.#stopped) return;
+    for (const sink of this.#sinks.values()) {
+      if (sink.type === 'webhook' && sink.secretEnv !== undefined && process.env[sink.secretEnv] === undefined) {
+        this.#o.logger.warn({ sink: sink.name, secretEnv: sink.secretEnv }, `webhook sink ${sink.name}: the environment variable ${sink.secretEnv} is not set in this process; its deliveries fail until a host started with it sends them`);
+      }
+    }
     this.#timer = setInterval(() => this.kick(), this.#o.options.pollMs);
     this.#timer.unref();
     this.kick();

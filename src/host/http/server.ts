@@ -167,7 +167,8 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
       limit: q.limit + 1,
     });
     const page = runs.slice(0, q.limit);
-    return { runs: page, next: runs.length > q.limit ? cursorOf(page[page.length - 1]!) : null };
+    const last = page[page.length - 1];
+    return { runs: page, next: runs.length > q.limit && last !== undefined ? cursorOf(last) : null };
   });
 
   app.get('/runs/:id', async (request) => {

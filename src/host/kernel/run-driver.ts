@@ -436,7 +436,7 @@ export class RunDriver {
   }
 
   /** How the next attempt of `node` starts, its number and visit; undefined when the run just failed on maxNodeVisits. */
-  async #nextAttempt(node: WorkflowNode): Promise<{ attempt: number; visit: number; cause: 'visit' | 'retry' | 'requeue' | 'resume' } | undefined> {
+  async #nextAttempt(node: WorkflowNode): Promise<{ attempt: number; visit: number; cause: 'visit' | 'retry' | 'requeue' | 'resume' | 'preempted' } | undefined> {
     const nr = this.#record.nodes[node.id]!;
     const attempt = (nr.attempts.at(-1)?.attempt ?? 0) + 1;
     if (nr.resumeAs === undefined) {

@@ -212,7 +212,8 @@ export class ProcessPool implements Pool {
     const claim = this.#claims.get(message.executionId);
     if (claim === undefined || claim.settled || claim.worker !== worker || claim.fence !== message.fence) {
       this.#stats.refusedMessages += 1;
-      this.#options.logger.warn(
+      // While the pool closes, results of executions it just stopped are expected, not suspicious.
+      this.#options.logger[this.#closing !== undefined && claim?.settled === true ? 'debug' : 'warn'](
         { workerPid: worker.pid, executionId: message.executionId, fence: message.fence, type: message.type, reason: claim === undefined ? 'no live claim' : claim.settled ? 'claim already settled' : 'claim held elsewhere or fence mismatch' },
         'message from a lost or unknown execution refused',
       );
